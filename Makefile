@@ -1,0 +1,61 @@
+# moby-ab: a patched dockerd and the A/B harness that measures it against stock.
+#
+#   make ab      build both daemons and run the default A/B suite
+#   make test    unit tests of the patched packages, bats suites, harness tests
+#
+# See README.md for the rest.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+BATS ?= bats
+# Moby packages whose unit tests `make test` runs: the ones the series touches
+# (found from patches/) plus the config package every option goes through.
+GO_TEST_PKGS ?= $(shell hack/test-unit.sh --list 2>/dev/null)
+
+.PHONY: help
+help:
+	@sed -n 's/^#   //p' Makefile
+	@echo
+	@echo 'Other targets: deps build build-stock build-patched images patches-apply'
+	@echo '  patches-export patches-check test-unit test-bats test-harness clean'
+
+.PHONY: deps
+deps:
+	hack/install-deps.sh
+
+.PHONY: build build-stock build-patched
+build:
+	hack/build.sh all
+build-stock:
+	hack/build.sh stock
+build-patched:
+	hack/build.sh patched
+
+.PHONY: images
+images:
+	hack/images.sh build
+
+.PHONY: patches-apply patches-export patches-check
+patches-apply:
+	hack/patches.sh apply
+patches-export:
+	hack/patches.sh export
+patches-check:
+	hack/patches.sh check
+
+.PHONY: test test-unit test-bats test-harness
+test: test-unit test-harness test-bats
+test-unit:
+	hack/test-unit.sh
+test-harness:
+	hack/test-harness.sh
+test-bats: build images
+	$(BATS) --timing bats/
+
+.PHONY: clean
+clean:
+	-hack/daemon.sh down stock
+	-hack/daemon.sh down patched
+	-hack/registry.sh down
+	rm -rf bin build/moby-patched

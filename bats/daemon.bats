@@ -1,0 +1,61 @@
+#!/usr/bin/env bats
+# hack/daemon.sh: the life cycle every suite depends on.
+
+load helpers
+
+setup() {
+	load_libs
+}
+
+teardown() {
+	"$AB_ROOT/hack/daemon.sh" down stock >/dev/null 2>&1 || true
+}
+
+@test "daemon.sh: an unknown flavour is refused by name" {
+	run "$AB_ROOT/hack/daemon.sh" up nightly
+	assert_failure
+	assert_output --partial "unknown flavour 'nightly' (want stock or patched)"
+}
+
+@test "daemon.sh: a config key that defines the flavour is refused" {
+	echo '{"data-root": "/tmp/elsewhere"}' >"$BATS_TEST_TMPDIR/daemon.json"
+	run "$AB_ROOT/hack/daemon.sh" up stock --config "$BATS_TEST_TMPDIR/daemon.json"
+	assert_failure
+	assert_output --partial "data-root cannot be set here"
+	[ ! -e /run/netns/ab-stock ]
+}
+
+@test "daemon.sh: a daemon that refuses its config fails with the key and its log" {
+	echo '{"max-concurrent-downloads": -1}' >"$BATS_TEST_TMPDIR/daemon.json"
+	run "$AB_ROOT/hack/daemon.sh" up stock --config "$BATS_TEST_TMPDIR/daemon.json"
+	assert_failure
+	assert_output --partial "dockerd exited during start-up"
+	assert_output --partial "max-concurrent-downloads"
+}
+
+@test "daemon.sh: up prints DOCKER_HOST; down removes what up created" {
+	run "$AB_ROOT/hack/daemon.sh" up stock
+	assert_success
+	assert_output --regexp '^export DOCKER_HOST=unix:///run/moby-ab/stock/docker.sock$'
+	eval "$output"
+	# A running container leaves mounts, a shim and cgroups for down to remove.
+	docker load -q -i "$AB_ROOT/build/images/busybox.tar"
+	docker run -d --name sleeper ab/busybox sleep 600
+	[ -e /run/netns/ab-stock ]
+	run "$AB_ROOT/hack/daemon.sh" down stock
+	assert_success
+	[ ! -e /run/netns/ab-stock ]
+	[ ! -e /run/moby-ab/stock ]
+	[ ! -e /var/lib/moby-ab/stock ]
+	run grep -c ' /run/moby-ab/stock\| /var/lib/moby-ab/stock' /proc/self/mountinfo
+	assert_output 0
+	run bash -c "ls -d /sys/fs/cgroup/*/moby-ab-stock 2>/dev/null"
+	assert_output ""
+}
+
+@test "daemon.sh: a second up of a running flavour is refused" {
+	"$AB_ROOT/hack/daemon.sh" up stock >/dev/null
+	run "$AB_ROOT/hack/daemon.sh" up stock
+	assert_failure
+	assert_output --partial "stock is already running"
+}

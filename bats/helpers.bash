@@ -1,0 +1,69 @@
+# shellcheck shell=bash
+# Shared set-up for the bats suites: both flavours and the registry, started
+# once per file and always stopped.
+
+AB_ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+export AB_ROOT
+
+load_libs() {
+	local d
+	for d in /usr/lib/bats /usr/lib/bats-core /usr/share/bats; do
+		if [ -f "$d/bats-support/load.bash" ]; then
+			load "$d/bats-support/load.bash"
+			load "$d/bats-assert/load.bash"
+			return 0
+		fi
+	done
+	echo "bats-support/bats-assert not found (hack/install-deps.sh installs them)" >&2
+	return 1
+}
+
+# Start the registry and the given flavours; record each DOCKER_HOST in
+# $BATS_FILE_TMPDIR/<flavour>.env. Images named in AB_IMAGES are loaded.
+ab_up() {
+	"$AB_ROOT/hack/registry.sh" up >/dev/null
+	local f
+	for f in "$@"; do
+		"$AB_ROOT/hack/daemon.sh" up "$f" >"$BATS_FILE_TMPDIR/$f.env"
+		(
+			. "$BATS_FILE_TMPDIR/$f.env"
+			for img in ${AB_IMAGES:-}; do
+				docker load -q -i "$AB_ROOT/build/images/$img.tar" >/dev/null
+			done
+		)
+	done
+}
+
+ab_down() {
+	local f rc=0
+	for f in "$@"; do
+		"$AB_ROOT/hack/daemon.sh" down "$f" || rc=1
+	done
+	"$AB_ROOT/hack/registry.sh" down || rc=1
+	return $rc
+}
+
+# use <flavour>: point docker at that flavour's daemon for this test.
+use() {
+	. "$BATS_FILE_TMPDIR/$1.env"
+	FLAVOUR=$1
+}
+
+# in_ns <flavour> cmd...: run a command in the flavour's network namespace.
+in_ns() {
+	local f=$1
+	shift
+	nsenter --net="/run/netns/ab-$f" -- "$@"
+}
+
+# wait_for <seconds> cmd...: retry until the command succeeds (a hang guard,
+# not a timing assertion).
+wait_for() {
+	local limit=$1 i
+	shift
+	for ((i = 0; i < limit * 5; i++)); do
+		"$@" && return 0
+		sleep 0.2
+	done
+	"$@"
+}

@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# Start and stop one flavour of dockerd as an isolated test host.
+#
+#   hack/daemon.sh up <stock|patched> [--config FILE]   start; prints `export DOCKER_HOST=...`
+#   hack/daemon.sh down <stock|patched> [--keep-data]   stop and remove what `up` created
+#   hack/daemon.sh reload <stock|patched> --config FILE  apply a new daemon.json (SIGHUP)
+#   hack/daemon.sh status [stock|patched]               what is running
+#   hack/daemon.sh env <stock|patched>                  print the export line again
+#
+# Each flavour gets its own network namespace "ab-<flavour>" (dockerd programs the
+# firewall and deletes its own nftables tables at start, so two daemons must not
+# share one), its own dockerd-managed containerd, data-root, exec-root, socket,
+# pidfile, bridge (ab-<flavour>0), address pools and cgroup parent. Both flavours
+# can run at once. The namespace is linked to the registry's (hack/registry.sh),
+# reachable from both as $REGISTRY. FILE is a daemon.json merged over the
+# flavour's defaults; keys that define the flavour's identity are refused.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+START_TIMEOUT=${AB_DAEMON_START_TIMEOUT:-60}
+IDENTITY_KEYS='["data-root","exec-root","pidfile","hosts","bridge","bip","cgroup-parent","containerd"]'
+
+paths() { # sets the per-flavour paths
+	F=$1
+	I=$(flavour_index "$F")
+	NS=$(flavour_ns "$F")
+	RUNDIR=$AB_RUN/$F
+	VARDIR=$AB_VAR/$F
+	SOCK=$RUNDIR/docker.sock
+	PIDFILE=$RUNDIR/dockerd.pid
+	EXECROOT=$RUNDIR/exec
+	DATAROOT=$VARDIR/data
+	CONFIG=$RUNDIR/daemon.json
+	LOG=$VARDIR/dockerd.log
+	BRIDGE=ab-${F}0
+	BRIDGE_CIDR=10.$((200 + I)).0.1/24
+	POOL=10.$((210 + I)).0.0/16
+	CGROUP_PARENT=/moby-ab-$F
+	DOCKERD=$AB_ROOT/bin/dockerd-$F
+}
+
+running_pid() { # prints the pid of this flavour's dockerd if it runs
+	local pid
+	[ -f "$PIDFILE" ] || return 1
+	pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
+	[ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
+	[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$DOCKERD" ] || return 1
+	echo "$pid"
+}
+
+log_tail() {
+	if [ -f "$LOG" ]; then
+		printf -- '--- last lines of %s ---\n' "$LOG" >&2
+		tail -n "${1:-25}" "$LOG" >&2
+	fi
+}
+
+write_config() { # user-config-or-empty
+	local user=$1 bad
+	local defaults
+	defaults=$(jq -n \
+		--arg dataroot "$DATAROOT" --arg execroot "$EXECROOT" --arg pidfile "$PIDFILE" \
+		--arg sock "unix://$SOCK" --arg bridge "$BRIDGE" --arg pool "$POOL" \
+		--arg cgp "$CGROUP_PARENT" --arg reg "$REGISTRY" --arg proxy "$AB_ROOT/bin/docker-proxy" \
+		'{"data-root":$dataroot,"exec-root":$execroot,"pidfile":$pidfile,"hosts":[$sock],
+		  "bridge":$bridge,"default-address-pools":[{"base":$pool,"size":24}],
+		  "cgroup-parent":$cgp,"insecure-registries":[$reg],"experimental":true,
+		  "userland-proxy-path":$proxy}')
+	if [ -n "$user" ]; then
+		[ -r "$user" ] || die "daemon config $user: cannot read it"
+		jq -e 'type == "object"' "$user" >/dev/null 2>&1 ||
+			die "daemon config $user: not a JSON object"
+		bad=$(jq -r --argjson id "$IDENTITY_KEYS" '[keys[] | select(. as $k | $id | index($k))] | join(", ")' "$user")
+		[ -z "$bad" ] || die "daemon config $user: $bad cannot be set here: hack/daemon.sh sets it per flavour"
+		jq -s '.[0] * .[1]' <(echo "$defaults") "$user" >"$CONFIG.tmp"
+	else
+		echo "$defaults" >"$CONFIG.tmp"
+	fi
+	mv "$CONFIG.tmp" "$CONFIG"
+}
+
+setup_netns() {
+	if ! ns_exists "$NS"; then
+		ip netns add "$NS"
+		ip -n "$NS" link set lo up
+	fi
+	if ! ip -n "$NS" link show "$BRIDGE" >/dev/null 2>&1; then
+		ip -n "$NS" link add "$BRIDGE" type bridge
+		ip -n "$NS" addr add "$BRIDGE_CIDR" dev "$BRIDGE"
+		ip -n "$NS" link set "$BRIDGE" up
+	fi
+	link_flavour_to_reg "$F"
+}
+
+cmd_up() {
+	local user_config=
+	paths "$1"
+	shift
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--config) user_config=${2:?--config needs a file}; shift 2 ;;
+		*) die "up: unknown option '$1'" ;;
+		esac
+	done
+	[ -x "$DOCKERD" ] || die "$DOCKERD is missing: run 'make build'"
+	if pid=$(running_pid); then
+		die "$F is already running (pid $pid); 'hack/daemon.sh down $F' first"
+	fi
+	mkdir -p "$RUNDIR" "$VARDIR"
+	write_config "$user_config"
+	setup_netns
+	: >"$LOG"
+	log "daemon $F: starting $("$DOCKERD" --version) in netns $NS"
+	# nsenter --net only: `ip netns exec` would remount /sys and hide the cgroup
+	# mounts from dockerd.
+	PATH=$(ab_path) setsid nsenter --net="/run/netns/$NS" -- \
+		"$DOCKERD" --config-file "$CONFIG" </dev/null >>"$LOG" 2>&1 &
+	local child=$! waited=0
+	while :; do
+		if DOCKER_HOST=unix://$SOCK timeout 5 docker version >/dev/null 2>&1; then
+			break
+		fi
+		if ! kill -0 "$child" 2>/dev/null; then
+			wait "$child" || true
+			log_tail
+			die "daemon $F: dockerd exited during start-up (log: $LOG)"
+		fi
+		if [ "$waited" -ge $((START_TIMEOUT * 5)) ]; then
+			log_tail
+			die "daemon $F: no answer on $SOCK after ${START_TIMEOUT}s (log: $LOG)"
+		fi
+		sleep 0.2
+		waited=$((waited + 1))
+	done
+	log "daemon $F: up (pid $(cat "$PIDFILE"), $(DOCKER_HOST=unix://$SOCK docker version --format '{{.Server.Version}}'))"
+	echo "export DOCKER_HOST=unix://$SOCK"
+}
+
+# Kill the shims (and their containers) that this flavour's containerd started;
+# they are found by the containerd address on their command line.
+kill_shims() {
+	local addr=$EXECROOT/containerd/containerd.sock pid
+	for pid in $(pgrep -x containerd-shim 2>/dev/null; pgrep -f '^[^ ]*containerd-shim-runc-v2 ' 2>/dev/null); do
+		if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-address $addr "; then
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	done
+}
+
+unmount_under() { # dir: unmount every mount below it, deepest first
+	local m
+	[ -d "$1" ] || return 0
+	for m in $(awk -v d="$1" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+		umount -l "$m" 2>/dev/null || true
+	done
+}
+
+remove_cgroups() {
+	local d
+	for d in /sys/fs/cgroup/*"$CGROUP_PARENT" /sys/fs/cgroup/*/"${CGROUP_PARENT#/}"; do
+		[ -d "$d" ] || continue
+		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
+	done
+}
+
+cmd_down() {
+	local keep=0 pid i
+	paths "$1"
+	shift
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--keep-data) keep=1; shift ;;
+		*) die "down: unknown option '$1'" ;;
+		esac
+	done
+	if pid=$(running_pid); then
+		log "daemon $F: stopping pid $pid"
+		kill -TERM "$pid" 2>/dev/null || true
+		for i in $(seq 1 150); do
+			[ -d "/proc/$pid" ] || break
+			sleep 0.2
+		done
+		if [ -d "/proc/$pid" ]; then
+			warn "daemon $F: pid $pid ignored SIGTERM for 30s; killing it"
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	fi
+	# A dockerd-managed containerd outlives a killed dockerd: stop it by its pidfile.
+	if [ -f "$EXECROOT/containerd/containerd.pid" ]; then
+		pid=$(cat "$EXECROOT/containerd/containerd.pid")
+		if [ -n "$pid" ] && [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)")" = containerd ]; then
+			kill -TERM "$pid" 2>/dev/null || true
+			for i in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.2; done
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	fi
+	kill_shims
+	unmount_under "$EXECROOT"
+	unmount_under "$DATAROOT"
+	ns_exists "$NS" && ip netns del "$NS"
+	remove_cgroups
+	rm -rf "$RUNDIR"
+	if [ "$keep" = 0 ]; then
+		unmount_under "$VARDIR"
+		rm -rf "$VARDIR"
+	fi
+	log "daemon $F: down"
+}
+
+cmd_reload() {
+	local user_config= pid before
+	paths "$1"
+	shift
+	[ "${1:-}" = --config ] && user_config=${2:?--config needs a file}
+	pid=$(running_pid) || die "daemon $F is not running"
+	cp "$CONFIG" "$CONFIG.prev"
+	write_config "$user_config"
+	before=$(wc -l <"$LOG")
+	kill -HUP "$pid"
+	for _ in $(seq 1 50); do
+		if tail -n +"$((before + 1))" "$LOG" | grep -q 'Reloaded configuration'; then
+			log "daemon $F: configuration reloaded"
+			return 0
+		fi
+		if tail -n +"$((before + 1))" "$LOG" | grep -qi 'error reloading\|unable to configure the Docker daemon\|failed to reload'; then
+			mv "$CONFIG.prev" "$CONFIG"
+			tail -n +"$((before + 1))" "$LOG" >&2
+			die "daemon $F: reload refused; the running configuration is unchanged"
+		fi
+		sleep 0.2
+	done
+	die "daemon $F: no answer to the reload in 10s (log: $LOG)"
+}
+
+cmd_status() {
+	local f
+	for f in ${1:-stock patched}; do
+		paths "$f"
+		if pid=$(running_pid); then
+			echo "$f: running (pid $pid, netns $NS, DOCKER_HOST=unix://$SOCK)"
+		else
+			echo "$f: stopped"
+		fi
+	done
+}
+
+[ "$(id -u)" = 0 ] || die "hack/daemon.sh needs root (network namespaces, mounts, cgroups)"
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case "$cmd" in
+up | down | reload | env)
+	[ $# -ge 1 ] || die "usage: hack/daemon.sh $cmd <stock|patched>"
+	case "$cmd" in
+	env) paths "$1"; echo "export DOCKER_HOST=unix://$SOCK" ;;
+	*) "cmd_$cmd" "$@" ;;
+	esac
+	;;
+status) cmd_status "$@" ;;
+*) die "usage: hack/daemon.sh up|down|reload|status|env <stock|patched> [options]" ;;
+esac

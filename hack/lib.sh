@@ -1,0 +1,82 @@
+# shellcheck shell=bash
+# Common helpers for the hack/ scripts. Source it; do not run it.
+
+AB_ROOT=${AB_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+AB_BUILD=${AB_BUILD:-$AB_ROOT/build}
+AB_PREFIX=${AB_PREFIX:-/opt/moby-ab}
+
+# The upstream pin (DESIGN.md): Docker Engine docker-v29.7.1.
+UPSTREAM_VERSION=29.7.1
+UPSTREAM_COMMIT=c5b8ce9274b5c00cb1f8287c8e258edc1f01176d
+UPSTREAM_MODULE=github.com/moby/moby/v2
+UPSTREAM_MODULE_VERSION=v2.0.0-beta.21
+UPSTREAM_MODULE_SUM='h1:LrUr8ocwGt3nOdPRKmLMKRRPqYqKJP4VbZxT2vZwscs='
+
+STOCK_TREE=$AB_BUILD/moby
+PATCHED_TREE=$AB_BUILD/moby-patched
+
+log() { printf '==> %s\n' "$*" >&2; }
+warn() { printf 'warning: %s\n' "$*" >&2; }
+die() {
+	printf 'error: %s\n' "$*" >&2
+	exit 1
+}
+
+# git with a fixed identity and no user configuration, so that commits made by
+# the build are the same on every machine.
+abgit() {
+	GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \
+		GIT_AUTHOR_NAME="moby-ab" GIT_AUTHOR_EMAIL="moby-ab@localhost" \
+		GIT_COMMITTER_NAME="moby-ab" GIT_COMMITTER_EMAIL="moby-ab@localhost" \
+		git -c core.autocrlf=false -c advice.detachedHead=false "$@"
+}
+
+# Runtime layout of the test hosts (hack/daemon.sh, hack/registry.sh).
+AB_RUN=${AB_RUN:-/run/moby-ab}
+AB_VAR=${AB_VAR:-/var/lib/moby-ab}
+# The registry lives in a network namespace of its own and is reached by every
+# flavour at the same address, so image references are the same for both.
+REG_NS=ab-reg
+REG_ADDR=10.199.0.1
+REG_PORT=5000
+REGISTRY=$REG_ADDR:$REG_PORT
+
+flavour_index() {
+	case "$1" in
+	stock) echo 1 ;;
+	patched) echo 2 ;;
+	*) die "unknown flavour '$1' (want stock or patched)" ;;
+	esac
+}
+
+flavour_ns() { echo "ab-$1"; }
+
+# PATH for daemons: the project's binaries, then the pinned runtime stack.
+ab_path() { echo "$AB_ROOT/bin:$AB_PREFIX/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"; }
+
+ns_exists() { [ -e "/run/netns/$1" ]; }
+
+# Create the registry's namespace (idempotent): lo carries $REG_ADDR.
+ensure_reg_ns() {
+	ns_exists "$REG_NS" && return 0
+	ip netns add "$REG_NS"
+	ip -n "$REG_NS" link set lo up
+	ip -n "$REG_NS" addr add "$REG_ADDR/32" dev lo
+}
+
+# Connect a flavour's namespace to the registry's with a veth pair
+# 10.199.<i>.2 (flavour) <-> 10.199.<i>.1 (registry side). Idempotent.
+link_flavour_to_reg() {
+	local f=$1 i ns
+	i=$(flavour_index "$f")
+	ns=$(flavour_ns "$f")
+	ns_exists "$ns" || return 0
+	ensure_reg_ns
+	ip -n "$ns" link show "ab-$f-up" >/dev/null 2>&1 && return 0
+	ip link add "ab-$f-up" netns "$ns" type veth peer name "ab-$f-reg" netns "$REG_NS"
+	ip -n "$ns" addr add "10.199.$i.2/30" dev "ab-$f-up"
+	ip -n "$REG_NS" addr add "10.199.$i.1/30" dev "ab-$f-reg"
+	ip -n "$ns" link set "ab-$f-up" up
+	ip -n "$REG_NS" link set "ab-$f-reg" up
+	ip -n "$ns" route add "$REG_ADDR/32" via "10.199.$i.1"
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Tests of the project's own tooling (not of moby): the patch queue's checks, the
+# test programs, the scripts' syntax.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+passed=0
+failed=0
+check() { # name cmd...
+	local name=$1
+	shift
+	if "$@" >"$AB_BUILD/check.log" 2>&1; then
+		echo "ok   $name"
+		passed=$((passed + 1))
+	else
+		echo "FAIL $name"
+		sed 's/^/     /' "$AB_BUILD/check.log"
+		failed=$((failed + 1))
+	fi
+}
+
+mkdir -p "$AB_BUILD"
+for f in "$AB_ROOT"/hack/*.sh "$AB_ROOT"/.ci/run; do
+	check "bash -n ${f#"$AB_ROOT"/}" bash -n "$f"
+done
+if command -v shellcheck >/dev/null; then
+	check "shellcheck hack/" shellcheck -x -S warning "$AB_ROOT"/hack/*.sh
+fi
+check "patch queue: applies, exports byte-identical, each patch builds" "$AB_ROOT/hack/patches.sh" check
+for t in "$AB_ROOT"/hack/testimages/*_test.sh; do
+	[ -e "$t" ] || continue
+	check "${t#"$AB_ROOT"/}" bash "$t"
+done
+rm -f "$AB_BUILD/check.log"
+echo "harness: $passed passed, $failed failed"
+[ "$failed" = 0 ]

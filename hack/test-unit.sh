@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Unit tests of the moby packages the patch series touches, run in the patched
+# tree, plus daemon/config (every daemon option is validated there).
+#
+# usage: hack/test-unit.sh [--list] [go test flags...]
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+packages() {
+	{
+		echo ./daemon/config
+		sed -n 's|^diff --git a/\(.*\)/[^/]*\.go b/.*|./\1|p' "$AB_ROOT"/patches/*.patch 2>/dev/null
+	} | sort -u | while read -r d; do
+		# Skip directories a later patch removed.
+		[ -d "$PATCHED_TREE/$d" ] && ls "$PATCHED_TREE/$d"/*.go >/dev/null 2>&1 && echo "$d"
+	done
+}
+
+if [ "${1:-}" = --list ]; then
+	packages
+	exit 0
+fi
+"$AB_ROOT/hack/patches.sh" ensure
+# daemon/config validates userland-proxy-path against docker-proxy in PATH, as
+# upstream's hack/test/unit arranges.
+[ -x "$AB_ROOT/bin/docker-proxy" ] || "$AB_ROOT/hack/build.sh" stock
+export PATH=$AB_ROOT/bin:$PATH
+mapfile -t pkgs < <(packages)
+log "unit tests: ${pkgs[*]}"
+cd "$PATCHED_TREE"
+go test -tags "netgo osusergo static_build nri_no_wasm" -count=1 "$@" "${pkgs[@]}"
