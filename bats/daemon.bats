@@ -2,6 +2,7 @@
 # hack/daemon.sh: the life cycle every suite depends on.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 setup() {
 	load_libs
@@ -25,16 +26,16 @@ teardown() {
 	[ ! -e /run/netns/ab-stock ]
 }
 
-@test "daemon.sh: a daemon that refuses its config fails with the key and its log" {
+@test "daemon.sh: a daemon that refuses its config fails with its reason and log" {
 	echo '{"max-concurrent-downloads": -1}' >"$BATS_TEST_TMPDIR/daemon.json"
 	run "$AB_ROOT/hack/daemon.sh" up stock --config "$BATS_TEST_TMPDIR/daemon.json"
 	assert_failure
 	assert_output --partial "dockerd exited during start-up"
-	assert_output --partial "max-concurrent-downloads"
+	assert_output --partial "invalid max concurrent downloads: -1"
 }
 
 @test "daemon.sh: up prints DOCKER_HOST; down removes what up created" {
-	run "$AB_ROOT/hack/daemon.sh" up stock
+	run --separate-stderr "$AB_ROOT/hack/daemon.sh" up stock
 	assert_success
 	assert_output --regexp '^export DOCKER_HOST=unix:///run/moby-ab/stock/docker.sock$'
 	eval "$output"

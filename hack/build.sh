@@ -8,17 +8,16 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 BIN=$AB_ROOT/bin
-# Upstream's flags (hack/make.sh, hack/make/.binary, hack/make/.go-autogen), plus
-# -trimpath so that the two trees' locations do not leak into the binaries.
-BUILDTAGS="netgo osusergo static_build nri_no_wasm"
 # The upstream tag's commit time, so builds are reproducible.
 BUILDTIME=2026-07-31T17:03:30.000000000+00:00
 
+# Upstream's flags (hack/make.sh, hack/make/.binary, hack/make/.go-autogen), plus
+# -trimpath so that the two trees' locations do not leak into the binaries.
 go_build() { # tree out pkg version commit
 	local tree=$1 out=$2 pkg=$3 version=$4 commit=$5 v=github.com/moby/moby/v2/dockerversion
 	(
 		cd "$tree"
-		CGO_ENABLED=1 GOFLAGS=-buildvcs=false go build -trimpath -tags "$BUILDTAGS" -o "$out.tmp" \
+		CGO_ENABLED=1 GOFLAGS=-buildvcs=false go build -trimpath -tags "$GO_BUILDTAGS" -o "$out.tmp" \
 			-ldflags "-w -X $v.Version=$version -X $v.GitCommit=$commit -X $v.BuildTime=$BUILDTIME -extldflags -static" \
 			"$pkg"
 	)

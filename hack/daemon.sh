@@ -51,7 +51,7 @@ running_pid() { # prints the pid of this flavour's dockerd if it runs
 log_tail() {
 	if [ -f "$LOG" ]; then
 		printf -- '--- last lines of %s ---\n' "$LOG" >&2
-		tail -n "${1:-25}" "$LOG" >&2
+		tail -n 25 "$LOG" >&2
 	fi
 }
 
@@ -65,7 +65,7 @@ write_config() { # user-config-or-empty
 		'{"data-root":$dataroot,"exec-root":$execroot,"pidfile":$pidfile,"hosts":[$sock],
 		  "bridge":$bridge,"default-address-pools":[{"base":$pool,"size":24}],
 		  "cgroup-parent":$cgp,"insecure-registries":[$reg],"experimental":true,
-		  "userland-proxy-path":$proxy}')
+		  "userland-proxy-path":$proxy,"shutdown-timeout":3}')
 	if [ -n "$user" ]; then
 		[ -r "$user" ] || die "daemon config $user: cannot read it"
 		jq -e 'type == "object"' "$user" >/dev/null 2>&1 ||
@@ -190,7 +190,7 @@ cmd_down() {
 		pid=$(cat "$EXECROOT/containerd/containerd.pid")
 		if [ -n "$pid" ] && [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)")" = containerd ]; then
 			kill -TERM "$pid" 2>/dev/null || true
-			for i in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.2; done
+			for _ in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.2; done
 			kill -KILL "$pid" 2>/dev/null || true
 		fi
 	fi
@@ -208,7 +208,7 @@ cmd_down() {
 }
 
 cmd_reload() {
-	local user_config= pid before
+	local user_config="" pid before
 	paths "$1"
 	shift
 	[ "${1:-}" = --config ] && user_config=${2:?--config needs a file}

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # the variables are for the scripts that source this
 # Common helpers for the hack/ scripts. Source it; do not run it.
 
 AB_ROOT=${AB_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
@@ -13,6 +14,8 @@ UPSTREAM_MODULE_VERSION=v2.0.0-beta.21
 UPSTREAM_MODULE_SUM='h1:LrUr8ocwGt3nOdPRKmLMKRRPqYqKJP4VbZxT2vZwscs='
 
 STOCK_TREE=$AB_BUILD/moby
+# Upstream's build tags for the daemon (hack/make.sh).
+GO_BUILDTAGS="netgo osusergo static_build nri_no_wasm"
 PATCHED_TREE=$AB_BUILD/moby-patched
 
 log() { printf '==> %s\n' "$*" >&2; }

@@ -16,7 +16,6 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PATCHES=$AB_ROOT/patches
-SERIES=$PATCHES/series
 STAMP=.git/moby-ab-applied
 SERIES_HEADER='# Applied in order onto build/moby by hack/patches.sh; written by `make patches-export`.'
 
@@ -155,7 +154,8 @@ cmd_check() {
 		i=$((i + 1))
 		log "patches check: [$i/$n] builds on its own: $(abgit -C "$tmp/tree" log -1 --format=%s "$commit")"
 		abgit -C "$tmp/tree" checkout -q "$commit"
-		(cd "$tmp/tree" && go build -tags "netgo osusergo static_build nri_no_wasm" ./... && go vet -tags "netgo osusergo static_build nri_no_wasm" $(changed_packages "$tmp/tree" "$commit")) ||
+		mapfile -t pkgs < <(changed_packages "$tmp/tree" "$commit")
+		(cd "$tmp/tree" && go build -tags "$GO_BUILDTAGS" ./... && go vet -tags "$GO_BUILDTAGS" "${pkgs[@]}") ||
 			die "patches check: patch $i/$n does not build on its own"
 	done
 	log "patches check: ok ($n patch(es))"

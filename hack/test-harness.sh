@@ -24,7 +24,7 @@ for f in "$AB_ROOT"/hack/*.sh "$AB_ROOT"/.ci/run; do
 	check "bash -n ${f#"$AB_ROOT"/}" bash -n "$f"
 done
 if command -v shellcheck >/dev/null; then
-	check "shellcheck hack/" shellcheck -x -S warning "$AB_ROOT"/hack/*.sh
+	check "shellcheck hack/" shellcheck -x -S warning "$AB_ROOT"/hack/*.sh "$AB_ROOT"/.ci/run
 fi
 check "patch queue: applies, exports byte-identical, each patch builds" "$AB_ROOT/hack/patches.sh" check
 for t in "$AB_ROOT"/hack/testimages/*_test.sh; do

@@ -28,4 +28,4 @@ export PATH=$AB_ROOT/bin:$PATH
 mapfile -t pkgs < <(packages)
 log "unit tests: ${pkgs[*]}"
 cd "$PATCHED_TREE"
-go test -tags "netgo osusergo static_build nri_no_wasm" -count=1 "$@" "${pkgs[@]}"
+go test -tags "$GO_BUILDTAGS" -count=1 "$@" "${pkgs[@]}"

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Test images, built without a daemon or a registry hub into build/images/NAME.tar
+# (docker-loadable archives; see hack/testimages/mkimage.py).
+#
+#   hack/images.sh build [NAME...|all]   default: busybox memholder
+#   hack/images.sh load NAME...          docker load into $DOCKER_HOST
+#   hack/images.sh list
+#
+# Images: busybox (Debian's busybox-static), memholder (busybox + the memory
+# holder, hack/testimages/memholder.c), nginx, redis, postgres (Debian bookworm
+# packages, in one shared base layer; built by `build all` or by name).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+OUT=$AB_BUILD/images
+SRC=$AB_ROOT/hack/testimages
+MKIMAGE=$SRC/mkimage.py
+DEFAULT_IMAGES="busybox memholder"
+ALL_IMAGES="busybox memholder nginx redis postgres"
+APP_PACKAGES="nginx-light,redis-server,postgresql"
+
+# A stamp per image: the hash of everything it is built from. Unchanged inputs
+# skip the build.
+up_to_date() { # name inputs-hash
+	[ -f "$OUT/$1.tar" ] && [ "$(cat "$OUT/$1.stamp" 2>/dev/null)" = "$2" ]
+}
+mark() { echo "$2" >"$OUT/$1.stamp"; }
+
+busybox_rootfs() { # dir
+	local d=$1 a
+	mkdir -p "$d/bin" "$d/etc" "$d/tmp" "$d/root" "$d/proc" "$d/sys" "$d/dev"
+	chmod 1777 "$d/tmp"
+	install -m 0755 /bin/busybox "$d/bin/busybox"
+	for a in $(/bin/busybox --list); do
+		[ "$a" = busybox ] || ln -sf busybox "$d/bin/$a"
+	done
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$d/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' >"$d/etc/group"
+}
+
+build_busybox() {
+	local h
+	h=$(cat /bin/busybox "$MKIMAGE" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
+	up_to_date busybox "$h" && return 0
+	local tmp
+	tmp=$(mktemp -d)
+	busybox_rootfs "$tmp/rootfs"
+	python3 "$MKIMAGE" --ref ab/busybox:latest --layer "$tmp/rootfs" --env PATH=/bin --cmd sh -o "$OUT/busybox.tar"
+	rm -rf "$tmp"
+	mark busybox "$h"
+}
+
+build_memholder() {
+	local h
+	h=$(cat /bin/busybox "$MKIMAGE" "$SRC/memholder.c" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
+	up_to_date memholder "$h" && return 0
+	local tmp
+	tmp=$(mktemp -d)
+	busybox_rootfs "$tmp/rootfs"
+	mkdir -p "$tmp/rootfs/usr/local/bin"
+	gcc -O2 -Wall -static -o "$tmp/rootfs/usr/local/bin/memholder" "$SRC/memholder.c"
+	python3 "$MKIMAGE" --ref ab/memholder:latest --layer "$tmp/rootfs" \
+		--env PATH=/usr/local/bin:/bin --cmd memholder 64 -o "$OUT/memholder.tar"
+	rm -rf "$tmp"
+	mark memholder "$h"
+}
+
+build_one() {
+	case "$1" in
+	busybox | memholder) "build_$1" ;;
+	nginx | redis | postgres) build_app "$1" ;;
+	*) die "images: unknown image '$1' (known: $ALL_IMAGES)" ;;
+	esac
+	log "images: $1 -> ${OUT#"$AB_ROOT"/}/$1.tar ($(du -h "$OUT/$1.tar" | cut -f1))"
+}
+
+cmd_build() {
+	mkdir -p "$OUT"
+	local names="$*"
+	[ -n "$names" ] || names=$DEFAULT_IMAGES
+	[ "$names" = all ] && names=$ALL_IMAGES
+	local n
+	for n in $names; do build_one "$n"; done
+}
+
+cmd_load() {
+	local n
+	[ $# -gt 0 ] || die "usage: hack/images.sh load NAME..."
+	for n in "$@"; do
+		[ -f "$OUT/$n.tar" ] || die "images: $OUT/$n.tar is not built (hack/images.sh build $n)"
+		docker load -q -i "$OUT/$n.tar" >/dev/null || die "images: docker load of $n failed"
+	done
+}
+
+cmd_list() {
+	local n
+	for n in $ALL_IMAGES; do
+		if [ -f "$OUT/$n.tar" ]; then
+			printf '%-10s built  %s\n' "$n" "$(du -h "$OUT/$n.tar" | cut -f1)"
+		else
+			printf '%-10s -\n' "$n"
+		fi
+	done
+}
+
+. "$SRC/apps.sh"
+
+case "${1:-}" in
+build) shift; cmd_build "$@" ;;
+load) shift; cmd_load "$@" ;;
+list) cmd_list ;;
+*) die "usage: hack/images.sh build [NAME...|all] | load NAME... | list" ;;
+esac

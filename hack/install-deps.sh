@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# Install the pinned runtime stack, idempotently: what is already right is kept.
+#
+# Debian packages come from apt; containerd, runc and CRIU are built from source
+# (Go module proxy; Debian's source tarball for CRIU) into $AB_PREFIX/bin, never
+# over a system Docker or containerd.
+#
+# usage: hack/install-deps.sh [--check]
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+CONTAINERD_VERSION=v2.3.3
+RUNC_VERSION=v1.4.3
+# CRIU 4.2.1, not 4.1.1: since Linux 6.16 getsockopt(SO_PASSCRED) fails on inet
+# sockets and CRIU 4.1.1 then cannot dump any container with a TCP socket (a
+# server); 4.2 asks only unix and netlink sockets. Debian's 3.17 cannot run on
+# these kernels at all (vdso).
+CRIU_VERSION=${CRIU_VERSION:-4.2.1}
+# Debian suites whose source index may list the tarball, tried in order.
+CRIU_SUITES=${CRIU_SUITES:-sid forky trixie}
+TINI_VERSION=0.19.0
+MIN_DOCKER_API=1.44
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+AB_CACHE=${AB_CACHE:-/var/cache/moby-ab}
+BIN=$AB_PREFIX/bin
+
+APT_PACKAGES=(
+	# build and scripts
+	gcc make git curl ca-certificates xz-utils jq gpgv pkg-config libseccomp-dev
+	# test hosts
+	iproute2 nftables iptables kmod util-linux bsdextrautils procps psmisc
+	# test images and servers
+	busybox-static tini docker-registry
+	# suites
+	bats bats-support bats-assert hyperfine wrk fio shellcheck
+	python3 python3-matplotlib python3-numpy
+	# CRIU's build
+	libprotobuf-c-dev libnl-3-dev libnet1-dev libcap-dev libbsd-dev protobuf-c-compiler
+	protobuf-compiler libprotobuf-dev python3-protobuf libnftables-dev uuid-dev libgnutls28-dev
+	libaio-dev
+)
+
+CHECK=0
+[ "${1:-}" = --check ] && CHECK=1
+missing=0
+
+step() { printf '==> %-28s %s\n' "$1" "$2" >&2; }
+need() { # component: record or fail in --check mode
+	step "$1" "missing or wrong version"
+	missing=1
+	[ "$CHECK" = 0 ]
+}
+
+install_apt() {
+	local want=() p
+	for p in "${APT_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || want+=("$p")
+	done
+	if [ ${#want[@]} = 0 ]; then
+		step "debian packages" "all ${#APT_PACKAGES[@]} installed"
+		return
+	fi
+	need "debian packages (${want[*]})" || return 0
+	export DEBIAN_FRONTEND=noninteractive
+	# Keep package installs from starting services (docker-registry would).
+	local policy=/usr/sbin/policy-rc.d had_policy=0
+	[ -e "$policy" ] && had_policy=1
+	if [ "$had_policy" = 0 ]; then
+		printf '#!/bin/sh\nexit 101\n' >"$policy"
+		chmod +x "$policy"
+		trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+	fi
+	if ! apt-get install -y --no-install-recommends "${want[@]}" >"$AB_CACHE/apt.log" 2>&1; then
+		apt-get update >>"$AB_CACHE/apt.log" 2>&1 || die "apt-get update failed (log: $AB_CACHE/apt.log)"
+		apt-get install -y --no-install-recommends "${want[@]}" >>"$AB_CACHE/apt.log" 2>&1 ||
+			die "apt-get install failed (log: $AB_CACHE/apt.log)"
+	fi
+	if [ "$had_policy" = 0 ]; then
+		rm -f "$policy"
+		trap - EXIT
+	fi
+	step "debian packages" "installed ${#want[@]}"
+}
+
+go_install() { # out-name pkg@version tags ldflags
+	local tmp
+	tmp=$(mktemp -d)
+	GOBIN=$tmp CGO_ENABLED=1 GOFLAGS=-buildvcs=false go install -tags "$3" -ldflags "$4" "$2" >&2 ||
+		die "go install $2 failed"
+	install -m 0755 "$tmp/$(basename "${2%@*}")" "$BIN/$1"
+	rm -rf "$tmp"
+}
+
+install_containerd() {
+	local v=${CONTAINERD_VERSION#v} m=github.com/containerd/containerd/v2
+	if "$BIN/containerd" --version 2>/dev/null | grep -qw "$CONTAINERD_VERSION" &&
+		[ -x "$BIN/containerd-shim-runc-v2" ]; then
+		step "containerd $CONTAINERD_VERSION" "ok"
+		return
+	fi
+	need "containerd $CONTAINERD_VERSION" || return 0
+	local ld="-s -w -X $m/version.Version=$CONTAINERD_VERSION -X $m/version.Package=github.com/containerd/containerd/v2"
+	go_install containerd "$m/cmd/containerd@$CONTAINERD_VERSION" "no_btrfs urfave_cli_no_docs" "$ld"
+	go_install containerd-shim-runc-v2 "$m/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION" "no_btrfs urfave_cli_no_docs" \
+		"$ld -extldflags -static"
+	step "containerd $CONTAINERD_VERSION" "installed ($v)"
+}
+
+install_runc() {
+	if "$BIN/runc" --version 2>/dev/null | grep -q "^runc version ${RUNC_VERSION#v}\$" &&
+		"$BIN/runc" --version | grep -q "^libseccomp:"; then
+		step "runc $RUNC_VERSION" "ok"
+		return
+	fi
+	need "runc $RUNC_VERSION" || return 0
+	go_install runc "github.com/opencontainers/runc@$RUNC_VERSION" "seccomp urfave_cli_no_docs" \
+		"-X main.version=${RUNC_VERSION#v} -X main.gitCommit=$RUNC_VERSION"
+	step "runc $RUNC_VERSION" "installed"
+}
+
+# CRIU from Debian's source tarball; its sha256 comes from a suite's Sources
+# index, whose hash comes from the suite's InRelease, signed by Debian's archive
+# key (checked with gpgv against debian-archive-keyring).
+criu_tarball_sha256() { # suite dir tarball
+	local suite=$1 dir=$2 tarball=$3 sources_sha
+	curl -fsS -o "$dir/InRelease-$suite" "$DEBIAN_MIRROR/dists/$suite/InRelease" || return 1
+	gpgv --keyring /usr/share/keyrings/debian-archive-keyring.gpg "$dir/InRelease-$suite" 2>/dev/null ||
+		die "criu: $suite InRelease signature does not verify against Debian's archive keyring"
+	sources_sha=$(awk '/^SHA256:/{s=1; next} /^[A-Za-z]/{s=0} s && $3 == "main/source/Sources.xz" {print $1}' "$dir/InRelease-$suite")
+	[ -n "$sources_sha" ] || return 1
+	if ! echo "$sources_sha  $dir/Sources-$suite.xz" | sha256sum -c --status 2>/dev/null; then
+		curl -fsS -o "$dir/Sources-$suite.xz" "$DEBIAN_MIRROR/dists/$suite/main/source/Sources.xz" || return 1
+		echo "$sources_sha  $dir/Sources-$suite.xz" | sha256sum -c --status ||
+			die "criu: $suite Sources.xz does not match its InRelease"
+	fi
+	xz -dc "$dir/Sources-$suite.xz" | awk -v t="$tarball" '
+		/^Package: /{pkg=$2} /^Checksums-Sha256:/{c=1; next} /^[A-Za-z]/{c=0}
+		c && pkg == "criu" && $3 == t {print $1}' | head -n 1
+}
+
+install_criu() {
+	if "$BIN/criu" --version 2>/dev/null | grep -q "^Version: $CRIU_VERSION\$"; then
+		step "criu $CRIU_VERSION" "ok"
+		return
+	fi
+	need "criu $CRIU_VERSION" || return 0
+	local tarball=criu_$CRIU_VERSION.orig.tar.xz dir=$AB_CACHE/criu sha="" suite
+	mkdir -p "$dir"
+	for suite in $CRIU_SUITES; do
+		sha=$(criu_tarball_sha256 "$suite" "$dir" "$tarball") || true
+		[ -z "$sha" ] || break
+	done
+	[ -n "$sha" ] || die "criu: $tarball is not in the source index of any of: $CRIU_SUITES"
+	if ! echo "$sha  $dir/$tarball" | sha256sum -c --status 2>/dev/null; then
+		curl -fsS -o "$dir/$tarball" "$DEBIAN_MIRROR/pool/main/c/criu/$tarball" || die "criu: cannot fetch $tarball"
+		echo "$sha  $dir/$tarball" | sha256sum -c --status || die "criu: $tarball checksum mismatch (want $sha)"
+	fi
+	step "criu $CRIU_VERSION" "tarball verified against $suite ($sha); building"
+	rm -rf "$dir/src"
+	mkdir -p "$dir/src"
+	tar -C "$dir/src" --strip-components=1 -xJf "$dir/$tarball"
+	make -C "$dir/src" -j"$(nproc)" criu >"$dir/build.log" 2>&1 || {
+		tail -n 30 "$dir/build.log" >&2
+		die "criu: build failed (log: $dir/build.log)"
+	}
+	install -m 0755 "$dir/src/criu/criu" "$BIN/criu"
+	step "criu $CRIU_VERSION" "installed"
+}
+
+install_tini() {
+	if "$BIN/docker-init" --version 2>/dev/null | grep -q "tini version $TINI_VERSION"; then
+		step "docker-init (tini $TINI_VERSION)" "ok"
+		return
+	fi
+	need "docker-init (tini $TINI_VERSION)" || return 0
+	[ -x /usr/bin/tini-static ] || die "tini: /usr/bin/tini-static missing (Debian package tini)"
+	install -m 0755 /usr/bin/tini-static "$BIN/docker-init"
+	step "docker-init (tini $TINI_VERSION)" "installed"
+}
+
+check_docker_cli() {
+	local api
+	api=$(docker version --format '{{.Client.APIVersion}}' 2>/dev/null || true)
+	if [ -n "$api" ] && printf '%s\n%s\n' "$MIN_DOCKER_API" "$api" | sort -V -C; then
+		step "docker CLI" "ok ($(command -v docker), API $api)"
+		return
+	fi
+	need "docker CLI (API >= $MIN_DOCKER_API)" || return 0
+	# Debian's docker.io client speaks API 1.41; build the CLI from its module.
+	go_install docker "github.com/docker/cli/cmd/docker@v28.5.2+incompatible" "" "-X github.com/docker/cli/cli/version.Version=28.5.2"
+	ln -sf "$BIN/docker" /usr/local/bin/docker
+	step "docker CLI" "installed $BIN/docker"
+}
+
+mkdir -p "$AB_CACHE"
+[ "$CHECK" = 1 ] || mkdir -p "$BIN"
+[ "$(id -u)" = 0 ] || die "hack/install-deps.sh needs root"
+install_apt
+install_containerd
+install_runc
+install_criu
+install_tini
+check_docker_cli
+
+if [ "$CHECK" = 1 ]; then
+	[ "$missing" = 0 ] || die "some components are missing: run hack/install-deps.sh"
+	exit 0
+fi
+{
+	echo "containerd $("$BIN/containerd" --version | awk '{print $3}') $BIN/containerd"
+	echo "runc $("$BIN/runc" --version | awk 'NR==1{print $3}') $BIN/runc"
+	echo "criu $("$BIN/criu" --version | awk '/^Version/{print $2}') $BIN/criu"
+	echo "docker-init $("$BIN/docker-init" --version | awk '{print $3}') $BIN/docker-init"
+	echo "docker-registry $(docker-registry --version | awk '{print $3}') $(command -v docker-registry)"
+	echo "docker $(docker version --format '{{.Client.Version}}' 2>/dev/null) $(command -v docker)"
+} >"$AB_PREFIX/versions.txt"
+column -t "$AB_PREFIX/versions.txt" >&2
