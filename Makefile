@@ -50,7 +50,8 @@ test-unit:
 	hack/test-unit.sh
 test-harness:
 	hack/test-harness.sh
-test-bats: build images
+test-bats: build
+	hack/images.sh build all
 	$(BATS) --timing bats/
 
 .PHONY: clean

@@ -80,16 +80,12 @@ write_config() { # user-config-or-empty
 }
 
 setup_netns() {
-	if ! ns_exists "$NS"; then
-		ip netns add "$NS"
-		ip -n "$NS" link set lo up
-	fi
+	ensure_flavour_ns "$F"
 	if ! ip -n "$NS" link show "$BRIDGE" >/dev/null 2>&1; then
 		ip -n "$NS" link add "$BRIDGE" type bridge
 		ip -n "$NS" addr add "$BRIDGE_CIDR" dev "$BRIDGE"
 		ip -n "$NS" link set "$BRIDGE" up
 	fi
-	link_flavour_to_reg "$F"
 }
 
 cmd_up() {
@@ -164,7 +160,7 @@ remove_cgroups() {
 }
 
 cmd_down() {
-	local keep=0 pid i
+	local keep=0 pid
 	paths "$1"
 	shift
 	while [ $# -gt 0 ]; do
@@ -176,7 +172,7 @@ cmd_down() {
 	if pid=$(running_pid); then
 		log "daemon $F: stopping pid $pid"
 		kill -TERM "$pid" 2>/dev/null || true
-		for i in $(seq 1 150); do
+		for _ in $(seq 1 150); do
 			[ -d "/proc/$pid" ] || break
 			sleep 0.2
 		done

@@ -17,7 +17,6 @@ SRC=$AB_ROOT/hack/testimages
 MKIMAGE=$SRC/mkimage.py
 DEFAULT_IMAGES="busybox memholder"
 ALL_IMAGES="busybox memholder nginx redis postgres"
-APP_PACKAGES="nginx-light,redis-server,postgresql"
 
 # A stamp per image: the hash of everything it is built from. Unchanged inputs
 # skip the build.
@@ -45,7 +44,7 @@ build_busybox() {
 	local tmp
 	tmp=$(mktemp -d)
 	busybox_rootfs "$tmp/rootfs"
-	python3 "$MKIMAGE" --ref ab/busybox:latest --layer "$tmp/rootfs" --env PATH=/bin --cmd sh -o "$OUT/busybox.tar"
+	python3 "$MKIMAGE" --ref ab/busybox:latest --layer "$tmp/rootfs" --env PATH=/bin --cmd '["sh"]' -o "$OUT/busybox.tar"
 	rm -rf "$tmp"
 	mark busybox "$h"
 }
@@ -60,7 +59,7 @@ build_memholder() {
 	mkdir -p "$tmp/rootfs/usr/local/bin"
 	gcc -O2 -Wall -static -o "$tmp/rootfs/usr/local/bin/memholder" "$SRC/memholder.c"
 	python3 "$MKIMAGE" --ref ab/memholder:latest --layer "$tmp/rootfs" \
-		--env PATH=/usr/local/bin:/bin --cmd memholder 64 -o "$OUT/memholder.tar"
+		--env PATH=/usr/local/bin:/bin --cmd '["memholder", "64"]' -o "$OUT/memholder.tar"
 	rm -rf "$tmp"
 	mark memholder "$h"
 }
@@ -103,6 +102,7 @@ cmd_list() {
 	done
 }
 
+# shellcheck source=testimages/apps.sh
 . "$SRC/apps.sh"
 
 case "${1:-}" in

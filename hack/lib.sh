@@ -67,6 +67,18 @@ ensure_reg_ns() {
 	ip -n "$REG_NS" addr add "$REG_ADDR/32" dev lo
 }
 
+# Create a flavour's network namespace (a "test host") and link it to the
+# registry's. Idempotent.
+ensure_flavour_ns() {
+	local ns
+	ns=$(flavour_ns "$1")
+	if ! ns_exists "$ns"; then
+		ip netns add "$ns"
+		ip -n "$ns" link set lo up
+	fi
+	link_flavour_to_reg "$1"
+}
+
 # Connect a flavour's namespace to the registry's with a veth pair
 # 10.199.<i>.2 (flavour) <-> 10.199.<i>.1 (registry side). Idempotent.
 link_flavour_to_reg() {

@@ -7,13 +7,21 @@
 # image adds a small layer with its configuration and a foreground command.
 # Nothing is installed on the host, and no service starts: debootstrap replaces
 # start-stop-daemon while it configures packages.
+#
+# nginx and redis run as root: CRIU must read the rlimits of every process it
+# dumps, which takes CAP_SYS_RESOURCE for a process of another user, and some
+# hosts (these test machines among them) withhold that capability even from
+# root. postgres refuses to run as root, so it cannot be checkpointed there.
 
 APP_SUITE=bookworm
+APP_PACKAGES="nginx-light,redis-server,postgresql"
+# Bump when app_base changes what goes into the base layer.
+APP_BASE_RECIPE=1
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 app_base() { # prints the path of the base layer tar, building it if needed
 	local cache=$OUT/cache h
-	h=$(echo "$APP_SUITE $APP_PACKAGES $(sha256sum "$SRC/apps.sh")" | sha256sum | cut -c1-16)
+	h=$(echo "$APP_SUITE $APP_PACKAGES $APP_BASE_RECIPE" | sha256sum | cut -c1-16)
 	if [ -f "$cache/base.tar" ] && [ "$(cat "$cache/base.stamp" 2>/dev/null)" = "$h" ]; then
 		echo "$cache/base.tar"
 		return 0
@@ -38,19 +46,31 @@ app_base() { # prints the path of the base layer tar, building it if needed
 }
 
 app_conf_nginx() { # dir: config layer
-	mkdir -p "$1/etc/nginx/conf.d" "$1/var/www/ab"
-	cat >"$1/etc/nginx/conf.d/ab.conf" <<-'CONF'
-		server {
-		    listen 80 default_server;
-		    root /var/www/ab;
+	mkdir -p "$1/etc/nginx" "$1/var/www/ab"
+	# A main config of its own (not Debian's, whose default site also takes
+	# port 80): static files, no access log, one worker per core, workers as
+	# root (see above).
+	cat >"$1/etc/nginx/ab.conf" <<-'CONF'
+		user root;
+		worker_processes auto;
+		pid /run/nginx.pid;
+		error_log stderr;
+		events { worker_connections 1024; }
+		http {
+		    include /etc/nginx/mime.types;
+		    sendfile on;
 		    access_log off;
-		    location / { try_files $uri $uri/ =404; }
+		    server {
+		        listen 80 default_server;
+		        root /var/www/ab;
+		        location / { try_files $uri $uri/ =404; }
+		    }
 		}
 	CONF
 	echo '<html><body>moby-ab</body></html>' >"$1/var/www/ab/index.html"
 	head -c 1024 /dev/zero | tr '\0' a >"$1/var/www/ab/1k.txt"
 	head -c 102400 /dev/zero | tr '\0' b >"$1/var/www/ab/100k.txt"
-	APP_ARGS=(--expose 80 --cmd nginx -g "daemon off;")
+	APP_ARGS=(--expose 80 --cmd '["nginx", "-c", "/etc/nginx/ab.conf", "-g", "daemon off;"]')
 }
 
 app_conf_redis() {
@@ -65,17 +85,17 @@ app_conf_redis() {
 		logfile ""
 		dir /var/lib/redis
 	CONF
-	APP_ARGS=(--expose 6379 --user redis --cmd redis-server /etc/redis/ab.conf)
+	APP_ARGS=(--expose 6379 --cmd '["redis-server", "/etc/redis/ab.conf"]')
 }
 
 app_conf_postgres() {
 	local conf=$1/etc/postgresql/15/main/conf.d
 	mkdir -p "$conf"
 	printf "listen_addresses = '*'\n" >"$conf/ab.conf"
-	APP_ARGS=(--expose 5432 --user postgres
-		--cmd /usr/lib/postgresql/15/bin/postgres -D /var/lib/postgresql/15/main
-		-c config_file=/etc/postgresql/15/main/postgresql.conf
-		-c hba_file=/etc/postgresql/15/main/ab_hba.conf)
+	APP_ARGS=(--expose 5432 --user postgres --cmd '["/usr/lib/postgresql/15/bin/postgres",
+		"-D", "/var/lib/postgresql/15/main",
+		"-c", "config_file=/etc/postgresql/15/main/postgresql.conf",
+		"-c", "hba_file=/etc/postgresql/15/main/ab_hba.conf"]')
 	# Trust everyone: a benchmark target on a private bridge, not a database.
 	printf 'local all all trust\nhost all all 0.0.0.0/0 trust\n' >"$1/etc/postgresql/15/main/ab_hba.conf"
 }

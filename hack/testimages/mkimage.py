@@ -6,7 +6,7 @@ docker-style manifest.json beside it, the format `docker save` writes, so that
 `docker load` takes it on both image stores. Output is deterministic: the same
 inputs give a byte-identical archive.
 
-  mkimage.py --ref ab/busybox:latest --layer DIR [--layer DIR...] --cmd sh -o out.tar
+  mkimage.py --ref ab/busybox:latest --layer DIR [--layer DIR...] --cmd '["sh"]' -o out.tar
   mkimage.py --ref 10.199.0.1:5000/pull/small:latest --random-layers 1MiB,1MiB --seed 1 -o out.tar
 """
 import argparse
@@ -171,7 +171,7 @@ def main(argv=None):
     p.add_argument("--layer-only", metavar="DIR", help="write DIR as one uncompressed layer tar and stop")
     p.add_argument("--random-layers", help="comma-separated sizes: one layer of random bytes each")
     p.add_argument("--seed", default="1", help="seed for --random-layers")
-    p.add_argument("--cmd", nargs="+", help="Cmd")
+    p.add_argument("--cmd", type=json.loads, help='Cmd as a JSON array, e.g. \'["nginx", "-g", "daemon off;"]\'')
     p.add_argument("--env", action="append", default=[], help="KEY=VALUE (repeatable)")
     p.add_argument("--expose", action="append", default=[], help="port, e.g. 80/tcp")
     p.add_argument("--workdir")

@@ -1,0 +1,90 @@
+#!/usr/bin/env bats
+# hack/link.sh: the emulated link between a test host and the registry keeps
+# its promises. Uses the backend `auto` picks (tun here: no sch_netem).
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	export SRV_DIR=$BATS_FILE_TMPDIR/www
+	mkdir -p "$SRV_DIR"
+	head -c 20000000 /dev/urandom >"$SRV_DIR/blob"
+	(
+		. "$AB_ROOT/hack/lib.sh"
+		ensure_reg_ns
+		ensure_flavour_ns stock
+	)
+	# An HTTP server in the registry's namespace, at the registry's address.
+	cd "$SRV_DIR"
+	setsid nsenter --net=/run/netns/ab-reg python3 -m http.server 5000 --bind 10.199.0.1 \
+		</dev/null >/dev/null 2>&1 &
+	echo $! >"$BATS_FILE_TMPDIR/httpd.pid"
+	cd - >/dev/null
+	for _ in $(seq 1 50); do
+		in_ns stock curl -fs -o /dev/null http://10.199.0.1:5000/ && break
+		sleep 0.1
+	done
+}
+
+teardown_file() {
+	"$AB_ROOT/hack/link.sh" down stock || true
+	kill "$(cat "$BATS_FILE_TMPDIR/httpd.pid")" 2>/dev/null || true
+	ip netns del ab-stock 2>/dev/null || true
+	ip netns del ab-reg 2>/dev/null || true
+}
+
+setup() {
+	load_libs
+}
+
+# median of the connect times (ms) of n requests
+connect_ms() {
+	local i
+	for i in $(seq 1 "$1"); do
+		in_ns stock curl -fs -o /dev/null -w '%{time_connect}\n' http://10.199.0.1:5000/
+	done | sort -n | awk '{ v[NR] = $1 } END { printf "%.1f\n", v[int((NR + 1) / 2)] * 1000 }'
+}
+
+within() { # value lo hi
+	awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'
+}
+
+@test "link: connect time equals the RTT within 10%" {
+	"$AB_ROOT/hack/link.sh" up stock --rtt 60ms --rate 100mbit
+	ms=$(connect_ms 7)
+	echo "# connect ${ms} ms for RTT 60 ms" >&3
+	within "$ms" 54 66
+}
+
+@test "link: a large transfer gets between 80% and 100% of the rate" {
+	"$AB_ROOT/hack/link.sh" up stock --rtt 20ms --rate 50mbit
+	bps=$(in_ns stock curl -fs -o /dev/null -w '%{speed_download}' http://10.199.0.1:5000/blob)
+	mbit=$(awk -v b="$bps" 'BEGIN { printf "%.1f", b * 8 / 1e6 }')
+	echo "# ${mbit} Mbit/s on a 50 Mbit/s link" >&3
+	within "$mbit" 40 50
+}
+
+@test "link: random loss within tolerance" {
+	"$AB_ROOT/hack/link.sh" up stock --loss 10%
+	# 1000 echo requests; a round trip survives both directions: 0.9^2 = 81%.
+	run in_ns stock busybox ping -c 1000 -i 0.002 -W 1 -q 10.199.0.1
+	loss=$(grep -o '[0-9.]*% packet loss' <<<"$output" | cut -d% -f1)
+	echo "# round-trip loss ${loss}% (expected 19%)" >&3
+	within "$loss" 13 25
+}
+
+@test "link: down restores the direct path" {
+	"$AB_ROOT/hack/link.sh" up stock --rtt 100ms
+	"$AB_ROOT/hack/link.sh" down stock
+	ms=$(connect_ms 3)
+	within "$ms" 0 10
+}
+
+@test "link: bad options are refused with a reason" {
+	run "$AB_ROOT/hack/link.sh" up stock --backend carrier-pigeon
+	assert_failure
+	assert_output --partial "unknown backend 'carrier-pigeon'"
+	run "$AB_ROOT/hack/link.sh" up stock --rate fast --backend tun
+	assert_failure
+	assert_output --partial 'bad rate "fast"'
+}

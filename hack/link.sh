@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Emulate a WAN link between a flavour's test host and the registry.
+#
+#   hack/link.sh up <flavour> [--rtt 35ms] [--rate 100mbit] [--loss 0%]
+#                             [--jitter 0ms] [--queue 1000] [--backend auto|tun|netem]
+#   hack/link.sh down <flavour>
+#   hack/link.sh backend          which backend `auto` picks here
+#
+# Backends:
+#   netem  tc netem (delay, jitter, loss, rate, limit) on both ends of the
+#          flavour's veth to the registry; for kernels with sch_netem.
+#   tun    hack/linkemu, a userspace emulator (Mahimahi's design) on a pair of
+#          TUN devices; traffic to the registry is routed through it.
+# `auto` takes netem where the kernel has it, else tun. RTT is split evenly
+# between the two directions; rate, loss, jitter and queue apply to each.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+LINKEMU=$AB_BUILD/linkemu
+
+usage() { die "usage: hack/link.sh up|down <stock|patched> [options] | backend"; }
+
+netem_available() {
+	local ns=ab-netem-probe-$$ ok=1
+	ip netns add "$ns"
+	ip -n "$ns" link add probe0 type veth peer name probe1
+	tc -n "$ns" qdisc add dev probe0 root netem delay 1ms 2>/dev/null || ok=0
+	ip netns del "$ns"
+	[ "$ok" = 1 ]
+}
+
+pick_backend() {
+	case "$1" in
+	tun | netem) echo "$1" ;;
+	auto) if netem_available; then echo netem; else echo tun; fi ;;
+	*) die "link: unknown backend '$1' (want auto, tun or netem)" ;;
+	esac
+}
+
+ms() { # duration -> milliseconds (accepts 35ms, 0.1s, 35)
+	case "$1" in
+	*ms) echo "${1%ms}" ;;
+	*s) awk -v v="${1%s}" 'BEGIN { print v * 1000 }' ;;
+	*) echo "$1" ;;
+	esac
+}
+
+build_linkemu() {
+	local src=$AB_ROOT/hack/linkemu
+	if [ ! -x "$LINKEMU" ] || [ -n "$(find "$src" -newer "$LINKEMU" -name '*.go' -print -quit)" ]; then
+		mkdir -p "$AB_BUILD"
+		(cd "$src" && CGO_ENABLED=0 go build -o "$LINKEMU" .) || die "link: building linkemu failed"
+	fi
+}
+
+cmd_up() {
+	local f=$1 rtt=0ms rate="" loss=0% jitter=0ms queue=1000 backend=auto
+	shift
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--rtt) rtt=$2 ;;
+		--rate) rate=$2 ;;
+		--loss) loss=$2 ;;
+		--jitter) jitter=$2 ;;
+		--queue) queue=$2 ;;
+		--backend) backend=$2 ;;
+		*) die "link up: unknown option '$1'" ;;
+		esac
+		shift 2 || die "link up: $1 needs a value"
+	done
+	local i ns one_way jit
+	i=$(flavour_index "$f")
+	ns=$(flavour_ns "$f")
+	ns_exists "$ns" || die "link: no test host for $f (start it with hack/daemon.sh up $f)"
+	cmd_down "$f" 2>/dev/null
+	link_flavour_to_reg "$f"
+	one_way=$(awk -v r="$(ms "$rtt")" 'BEGIN { printf "%.3f", r / 2 }')
+	jit=$(ms "$jitter")
+	backend=$(pick_backend "$backend")
+	mkdir -p "$AB_RUN"
+	case "$backend" in
+	netem)
+		local dev side args
+		for side in "$ns ab-$f-up" "$REG_NS ab-$f-reg"; do
+			read -r side dev <<<"$side"
+			args=(delay "${one_way}ms")
+			[ "$jit" = 0 ] || args+=("${jit}ms")
+			args+=(loss "$loss" limit "$queue")
+			[ -z "$rate" ] || args+=(rate "$rate")
+			tc -n "$side" qdisc replace dev "$dev" root netem "${args[@]}"
+		done
+		echo netem >"$AB_RUN/link-$f.backend"
+		;;
+	tun)
+		build_linkemu
+		local a=abl-$f b=abr-$f pidfile=$AB_RUN/link-$f.pid out=$AB_RUN/link-$f.out
+		setsid "$LINKEMU" -a "/run/netns/$ns:$a" -b "/run/netns/$REG_NS:$b" \
+			-delay "${one_way}ms" -jitter "${jit}ms" -rate "$rate" -loss "$loss" -queue "$queue" \
+			-stats "$AB_RUN/link-$f.stats.json" </dev/null >"$out" 2>&1 &
+		echo $! >"$pidfile"
+		for _ in $(seq 1 50); do
+			grep -q ready "$out" 2>/dev/null && break
+			kill -0 "$(cat "$pidfile")" 2>/dev/null || { cat "$out" >&2; die "link: linkemu failed to start"; }
+			sleep 0.1
+		done
+		grep -q ready "$out" || die "link: linkemu did not get ready"
+		ip netns exec "$ns" sysctl -qw net.ipv4.conf.all.rp_filter=0 "net.ipv4.conf.$a.rp_filter=0"
+		ip netns exec "$REG_NS" sysctl -qw net.ipv4.conf.all.rp_filter=0 "net.ipv4.conf.$b.rp_filter=0"
+		ip -n "$ns" link set "$a" up
+		ip -n "$REG_NS" link set "$b" up
+		ip -n "$ns" route replace "$REG_ADDR/32" dev "$a" src "10.199.$i.2"
+		ip -n "$REG_NS" route replace "10.199.$i.2/32" dev "$b"
+		echo tun >"$AB_RUN/link-$f.backend"
+		;;
+	esac
+	log "link $f: $backend, rtt $rtt, rate ${rate:-unlimited}, loss $loss, jitter $jitter, queue $queue"
+}
+
+cmd_down() {
+	local f=$1 i ns pid
+	i=$(flavour_index "$f")
+	ns=$(flavour_ns "$f")
+	case "$(cat "$AB_RUN/link-$f.backend" 2>/dev/null)" in
+	netem)
+		tc -n "$ns" qdisc del dev "ab-$f-up" root 2>/dev/null || true
+		tc -n "$REG_NS" qdisc del dev "ab-$f-reg" root 2>/dev/null || true
+		;;
+	tun)
+		pid=$(cat "$AB_RUN/link-$f.pid" 2>/dev/null || true)
+		if [ -n "$pid" ] && [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$LINKEMU" ]; then
+			kill -TERM "$pid"
+			for _ in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+		fi
+		# The TUN devices and their routes went with the process; route the
+		# registry through the veth again.
+		if ns_exists "$ns"; then
+			ip -n "$ns" route replace "$REG_ADDR/32" via "10.199.$i.1" 2>/dev/null || true
+		fi
+		;;
+	esac
+	rm -f "$AB_RUN/link-$f.backend" "$AB_RUN/link-$f.pid" "$AB_RUN/link-$f.out" "$AB_RUN/link-$f.stats.json"
+}
+
+[ "$(id -u)" = 0 ] || die "hack/link.sh needs root (network namespaces)"
+case "${1:-}" in
+up) [ $# -ge 2 ] || usage; shift; cmd_up "$@" ;;
+down) [ $# -ge 2 ] || usage; cmd_down "$2"; log "link $2: down" ;;
+backend) pick_backend auto ;;
+*) usage ;;
+esac

@@ -1,0 +1,3 @@
+module moby-ab/linkemu
+
+go 1.22
