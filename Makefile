@@ -9,6 +9,9 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 BATS ?= bats
+# Debian's python3: the harness plots with Debian's python3-matplotlib.
+PYTHON ?= /usr/bin/python3
+SUITE ?= default
 # Moby packages whose unit tests `make test` runs: the ones the series touches
 # (found from patches/) plus the config package every option goes through.
 GO_TEST_PKGS ?= $(shell hack/test-unit.sh --list 2>/dev/null)
@@ -19,6 +22,11 @@ help:
 	@echo
 	@echo 'Other targets: deps build build-stock build-patched images patches-apply'
 	@echo '  patches-export patches-check test-unit test-bats test-harness clean'
+
+# make ab [SUITE=name-or-path] [RESULTS=dir]: run an A/B suite (hyperfine-suites/)
+.PHONY: ab
+ab: build
+	PYTHONPATH=hack $(PYTHON) -m ab run $(SUITE) $(if $(RESULTS),--results $(RESULTS))
 
 .PHONY: deps
 deps:
@@ -49,7 +57,7 @@ test: test-unit test-harness test-bats
 test-unit:
 	hack/test-unit.sh
 test-harness:
-	hack/test-harness.sh
+	PYTHON=$(PYTHON) hack/test-harness.sh
 test-bats: build
 	hack/images.sh build all
 	$(BATS) --timing bats/

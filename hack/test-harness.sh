@@ -27,6 +27,8 @@ if command -v shellcheck >/dev/null; then
 	check "shellcheck hack/" shellcheck -x -S warning "$AB_ROOT"/hack/*.sh "$AB_ROOT"/.ci/run
 fi
 check "patch queue: applies, exports byte-identical, each patch builds" "$AB_ROOT/hack/patches.sh" check
+PYTHON=${PYTHON:-/usr/bin/python3}
+check "harness: suites, statistics, report (unittest)" env PYTHONPATH="$AB_ROOT/hack" "$PYTHON" -m unittest discover -s "$AB_ROOT/hack/ab/tests" -t "$AB_ROOT/hack"
 check "linkemu: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/linkemu' && go vet . && go test -count=1 ."
 check "mkimage: reproducible archives" python3 -m unittest discover -s "$AB_ROOT/hack/testimages" -p '*_test.py'
 for t in "$AB_ROOT"/hack/testimages/*_test.sh; do

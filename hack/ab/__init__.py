@@ -1,0 +1,1 @@
+"""moby-ab harness: suite file -> plan -> runner -> results.json -> statistics -> report."""

@@ -1,0 +1,89 @@
+"""moby-ab harness.
+
+  python3 -m ab run SUITE [--results DIR]   run a suite (a file, or a name in hyperfine-suites/)
+  python3 -m ab validate SUITE...           check suite files without running anything
+  python3 -m ab report DIR                  rebuild report.md and plots from DIR/results.json
+
+A suite file whose only key is `include = ["a", "b"]` runs those suites, each
+into a subdirectory of the results directory.
+"""
+import argparse
+import datetime
+import os
+import sys
+import tomllib
+
+from . import hosts, report, suite
+
+
+def expand(name):
+    """SUITE -> [paths]: a group's members, or the suite itself."""
+    path = suite.resolve(name, hosts.ROOT)
+    with open(path, "rb") as f:
+        try:
+            data = tomllib.load(f)
+        except tomllib.TOMLDecodeError as e:
+            raise suite.SuiteError(f"{path}: {e}") from None
+    if "include" in data:
+        if set(data) - {"include", "name", "description"}:
+            raise suite.SuiteError(f"{path}: a group suite has only name, description and include")
+        out = []
+        for member in data["include"]:
+            out += expand(os.path.join(os.path.dirname(path), member) if member.endswith(".toml") else member)
+        return out
+    return [path]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="ab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("suite")
+    r.add_argument("--results")
+    v = sub.add_parser("validate")
+    v.add_argument("suites", nargs="+")
+    rp = sub.add_parser("report")
+    rp.add_argument("dir")
+    a = p.parse_args(argv)
+    try:
+        if a.cmd == "validate":
+            for name in a.suites:
+                for path in expand(name):
+                    s = suite.load(path)
+                    print(f"{path}: ok ({s.kind}, {s.repetitions} repetitions)")
+            return 0
+        if a.cmd == "report":
+            doc = report.write(a.dir)
+            print(report.summary_table(doc))
+            return 0
+        paths = expand(a.suite)
+        suites = [suite.load(x) for x in paths]  # validate everything before starting
+        if os.geteuid() != 0:
+            raise suite.SuiteError("running a suite needs root (test hosts are network namespaces)")
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        top = a.results or os.path.join(hosts.ROOT, "results", f"{os.path.basename(a.suite).removesuffix('.toml')}-{stamp}")
+        ok = True
+        done = []
+        for s in suites:
+            out = top if len(suites) == 1 else os.path.join(top, s.name)
+            os.makedirs(out, exist_ok=True)
+            from .runner import Runner
+            ok = Runner(s, out).run() and ok
+            report.write(out)
+            done.append((s, out))
+            if not ok:
+                break
+        print()
+        for s, out in done:
+            print(f"## {s.name} ({s.kind})\n")
+            print(report.summary_table(report.load(out)))
+            print()
+        print(f"results: {top}")
+        return 0 if ok else 130
+    except (suite.SuiteError, hosts.HostError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

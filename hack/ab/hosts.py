@@ -1,0 +1,113 @@
+"""The test hosts: thin wrappers over hack/daemon.sh, registry.sh, link.sh and
+images.sh, so that the harness and the shell suites share one implementation."""
+import json
+import os
+import subprocess
+import tempfile
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HACK = os.path.join(ROOT, "hack")
+REGISTRY = "10.199.0.1:5000"
+
+
+class HostError(Exception):
+    pass
+
+
+def sh(*args, env=None, check=True, capture=True, timeout=None):
+    e = dict(os.environ, **(env or {}))
+    p = subprocess.run(args, env=e, text=True, timeout=timeout,
+                       stdout=subprocess.PIPE if capture else None,
+                       stderr=subprocess.PIPE if capture else None)
+    if check and p.returncode != 0:
+        err = (p.stderr or "").strip().splitlines()
+        raise HostError(f"{' '.join(args[:3])}...: " + (" | ".join(err[-4:]) or f"exit {p.returncode}"))
+    return p
+
+
+class Daemon:
+    """One flavour's dockerd in its test host."""
+
+    def __init__(self, flavour):
+        self.flavour = flavour
+        self.sock = None
+        self.config = None
+        self.version = None
+        self._cfgdir = tempfile.mkdtemp(prefix=f"ab-{flavour}-")
+
+    @property
+    def env(self):
+        return {"DOCKER_HOST": f"unix://{self.sock}"}
+
+    def _write(self, config):
+        path = os.path.join(self._cfgdir, "daemon.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        return path
+
+    def up(self, config):
+        out = sh(os.path.join(HACK, "daemon.sh"), "up", self.flavour, "--config", self._write(config)).stdout
+        self.sock = out.strip().split("unix://", 1)[1]
+        self.config = dict(config)
+        self.version = self.docker("version", "--format", "{{.Server.Version}}").stdout.strip()
+
+    def apply(self, config):
+        """Make the daemon run with config: reload when it differs."""
+        if config != self.config:
+            sh(os.path.join(HACK, "daemon.sh"), "reload", self.flavour, "--config", self._write(config))
+            self.config = dict(config)
+
+    def down(self):
+        sh(os.path.join(HACK, "daemon.sh"), "down", self.flavour, check=False)
+        self.sock = None
+
+    def docker(self, *args, check=True, timeout=600):
+        return sh("docker", *args, env=self.env, check=check, timeout=timeout)
+
+    def load(self, *images):
+        sh(os.path.join(HACK, "images.sh"), "load", *images, env=self.env)
+
+    def netns(self):
+        return f"/run/netns/ab-{self.flavour}"
+
+
+def registry_up():
+    sh(os.path.join(HACK, "registry.sh"), "up")
+
+
+def registry_down():
+    sh(os.path.join(HACK, "registry.sh"), "down", check=False)
+
+
+def link_up(flavour, profile, backend="auto"):
+    args = [os.path.join(HACK, "link.sh"), "up", flavour, "--rtt", profile.rtt, "--loss", profile.loss,
+            "--jitter", profile.jitter, "--queue", str(profile.queue), "--backend", backend]
+    if profile.rate:
+        args += ["--rate", profile.rate]
+    sh(*args)
+
+
+def link_down(flavour):
+    sh(os.path.join(HACK, "link.sh"), "down", flavour, check=False)
+
+
+def link_backend(backend="auto"):
+    return backend if backend != "auto" else sh(os.path.join(HACK, "link.sh"), "backend").stdout.strip()
+
+
+def build_images(*names):
+    sh(os.path.join(HACK, "images.sh"), "build", *names)
+
+
+def push_random_image(repo, tag, layers, seed):
+    """Build an image of random layers and push it to the registry (from
+    inside the registry's namespace). Returns the reference."""
+    ref = f"{REGISTRY}/{repo}:{tag}"
+    with tempfile.TemporaryDirectory() as d:
+        archive = os.path.join(d, "image.tar")
+        sizes = ",".join(f"{n}B" for n in layers)
+        sh("python3", os.path.join(HACK, "testimages", "mkimage.py"), "--ref", ref,
+           "--random-layers", sizes, "--seed", str(seed), "-o", archive)
+        sh("nsenter", "--net=/run/netns/ab-reg", "python3", os.path.join(HACK, "ab", "push.py"),
+           archive, f"http://127.0.0.1:5000", repo, tag)
+    return ref

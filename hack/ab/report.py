@@ -1,0 +1,217 @@
+"""results.json -> report.md and PNG plots. Everything shown is computed from
+the JSON; nothing is scraped from command output."""
+import json
+import os
+
+from . import stats
+
+DEFAULT_MCD = 3  # dockerd's default max-concurrent-downloads
+
+
+def load(outdir):
+    with open(os.path.join(outdir, "results.json")) as f:
+        return json.load(f)
+
+
+def label(params):
+    return ", ".join(f"{k}={v}" for k, v in sorted((params or {}).items())) or "defaults"
+
+
+def values(e):
+    """(samples, unit, lower_is_better) of a result entry."""
+    if e.get("scenario") == "http":
+        return [x for x in e.get("rps", []) if x is not None], "req/s", False
+    return e["times_s"], "s", True
+
+
+def cell_key(e):
+    return (e.get("profile"), e.get("image"), e.get("scenario"), e.get("container"), e.get("concurrent"))
+
+
+def cell_name(e, kind):
+    if kind == "pull":
+        return f"{e['profile']} / {e['image']}"
+    if kind == "checkpoint":
+        c = f" (x{e['concurrent']})" if e.get("concurrent") else ""
+        return f"{e['scenario']}: {e['container']}{c}"
+    return f"{e['scenario']}: {e['container']}"
+
+
+def comparisons(doc):
+    """Per cell: patched against stock's default and (for scans) stock's best."""
+    cells = {}
+    for e in doc["results"]:
+        cells.setdefault(cell_key(e), []).append(e)
+    out = []
+    for key, es in cells.items():
+        pat = [e for e in es if e["flavor"] == "patched"]
+        sto = [e for e in es if e["flavor"] == "stock"]
+        if not pat or not sto:
+            continue
+        p = pat[0]
+        pv, unit, lower = values(p)
+        default = [e for e in sto if (e["params"] or {}).get("max-concurrent-downloads", DEFAULT_MCD) == DEFAULT_MCD
+                   and len([k for k in (e["params"] or {}) if k != "max-concurrent-downloads"]) == 0] or sto[:1]
+        row = {"cell": cell_name(p, doc["kind"]), "unit": unit, "lower_is_better": lower,
+               "patched": stats.summary(pv), "vs_default": None, "vs_best": None}
+        d = default[0]
+        row["stock_default"] = {"params": label(d["params"]), **(stats.summary(values(d)[0]) or {})}
+        row["vs_default"] = stats.ratio_ci(pv, values(d)[0])
+        if len(sto) > 1:
+            scored = [(stats.summary(values(e)[0]), e) for e in sto]
+            scored = [(s, e) for s, e in scored if s]
+            if scored:
+                s, best = (min if lower else max)(scored, key=lambda x: x[0]["median"])
+                row["stock_best"] = {"params": label(best["params"]), **s}
+                row["vs_best"] = stats.ratio_ci(pv, values(best)[0])
+        out.append(row)
+    return out
+
+
+def fmt_ratio(r, lower):
+    if not r:
+        return "n/a"
+    mark = "" if r["significant"] else " (n.s.)"
+    better = (r["ratio"] < 1) == lower
+    arrow = "" if not r["significant"] else (" better" if better else " worse")
+    return f"{r['ratio']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}]{mark}{arrow}"
+
+
+def fmt_v(x, unit):
+    if x is None:
+        return "-"
+    return f"{x:.0f}" if unit == "req/s" else f"{x:.3f}"
+
+
+def summary_table(doc):
+    rows = comparisons(doc)
+    lines = ["| cell | stock default | patched | patched/stock default [95% CI] | stock best | patched/best |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        u = r["unit"]
+        sd = r["stock_default"]
+        sb = r.get("stock_best")
+        lines.append("| {} | {} {} ({}) | {} {} | {} | {} | {} |".format(
+            r["cell"], fmt_v(sd.get("median"), u), u, sd["params"],
+            fmt_v((r["patched"] or {}).get("median"), u), u, fmt_ratio(r["vs_default"], r["lower_is_better"]),
+            f"{fmt_v(sb['median'], u)} {u} ({sb['params']})" if sb else "-",
+            fmt_ratio(r["vs_best"], r["lower_is_better"]) if sb else "-"))
+    return "\n".join(lines)
+
+
+def write(outdir):
+    doc = load(outdir)
+    plots = plot(doc, outdir)
+    m = doc["machine"]
+    md = [f"# {doc['suite']} ({doc['kind']})", ""]
+    if doc.get("description"):
+        md += [doc["description"], ""]
+    md += [f"- suite file: `{doc.get('suite_file')}`, {doc['repetitions']} repetitions, "
+           f"started {doc['started']}, finished {doc.get('finished') or '-'}"
+           + (" **(interrupted: partial results)**" if doc.get("interrupted") else ""),
+           f"- machine: {m.get('cpu')}, {m.get('cpus')} CPUs, {m.get('memory_gib')} GiB, kernel {m.get('kernel')}",
+           "- daemons: " + ", ".join(f"{f} {v['version']}" for f, v in doc["daemons"].items())]
+    if doc.get("link"):
+        md.append(f"- link emulation backend: {doc['link'].get('backend')}")
+    md += ["", "Times in seconds (lower is better) unless marked req/s. Ratios are patched/stock of the medians "
+           "with a 95% bootstrap confidence interval; \"n.s.\" marks a difference that is not significant "
+           "(the interval contains 1).", "", "## Summary", "", summary_table(doc), ""]
+    for p in plots:
+        md += [f"![{p}]({p})", ""]
+    md += ["## Every sample", "", "| flavour | cell | params | n | median | min | max | samples | errors |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for e in doc["results"]:
+        v, u, _ = values(e)
+        s = stats.summary(v) or {}
+        errs = "; ".join(sorted(set(e.get("errors", []))))[:200]
+        md.append(f"| {e['flavor']} | {cell_name(e, doc['kind'])} | {label(e['params'])} | {s.get('n', 0)} | "
+                  f"{fmt_v(s.get('median'), u)} | {fmt_v(s.get('min'), u)} | {fmt_v(s.get('max'), u)} | "
+                  f"{', '.join(fmt_v(x, u) for x in v)} | {errs} |")
+    restores = [e for e in doc["results"] if e.get("restore_s")]
+    if restores:
+        md += ["", "## Restores", "", "| flavour | container | restored | restore time (median) | errors |",
+               "| --- | --- | --- | --- | --- |"]
+        for e in restores:
+            ok = [x for x in e["restore_s"] if x is not None]
+            med = stats.summary(ok)
+            md.append(f"| {e['flavor']} | {e['container']} | {len(ok)}/{len(e['restore_s'])} | "
+                      f"{fmt_v(med['median'], 's') if med else '-'} | "
+                      f"{'; '.join(sorted(set(e.get('restore_error', []))))[:200]} |")
+    if doc.get("seed"):
+        md += ["", "## Published numbers (seed)", "", "```", json.dumps(doc["seed"], indent=1), "```"]
+    with open(os.path.join(outdir, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    return doc
+
+
+def plot(doc, outdir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    out = []
+    kind = doc["kind"]
+    res = doc["results"]
+    if not res:
+        return out
+    if kind == "pull":
+        profiles = sorted({e["profile"] for e in res}, key=lambda p: [e["profile"] for e in res].index(p))
+        fig, axes = plt.subplots(1, len(profiles), figsize=(5 * len(profiles), 4), squeeze=False)
+        for ax, prof in zip(axes[0], profiles):
+            images = sorted({e["image"] for e in res if e["profile"] == prof})
+            for i, img in enumerate(images):
+                color = f"C{i}"
+                sto = [e for e in res if e["profile"] == prof and e["image"] == img and e["flavor"] == "stock"]
+                pts = []
+                for e in sto:
+                    s = stats.summary(e["times_s"])
+                    if s:
+                        pts.append(((e["params"] or {}).get("max-concurrent-downloads", DEFAULT_MCD), s))
+                pts.sort(key=lambda x: x[0])
+                if pts:
+                    xs = [p[0] for p in pts]
+                    ax.errorbar(xs, [p[1]["median"] for p in pts],
+                                yerr=[[p[1]["median"] - p[1]["min"] for p in pts], [p[1]["max"] - p[1]["median"] for p in pts]],
+                                marker="o", color=color, capsize=3, label=f"stock {img}")
+                for e in res:
+                    if e["profile"] == prof and e["image"] == img and e["flavor"] == "patched":
+                        s = stats.summary(e["times_s"])
+                        if s:
+                            ax.axhline(s["median"], color=color, linestyle="--", label=f"patched {img}")
+            ax.set_title(f"link: {prof}")
+            ax.set_xlabel("max-concurrent-downloads (stock)")
+            ax.set_ylabel("cold pull time (s)")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "pull.png"), dpi=120)
+        out.append("pull.png")
+    else:
+        cells = []
+        for e in res:
+            c = cell_name(e, kind)
+            if c not in cells:
+                cells.append(c)
+        fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(cells)), 4))
+        width = 0.38
+        for j, f in enumerate(("stock", "patched")):
+            meds, lo, hi = [], [], []
+            for c in cells:
+                es = [e for e in res if cell_name(e, kind) == c and e["flavor"] == f]
+                s = stats.summary(values(es[0])[0]) if es else None
+                meds.append(s["median"] if s else 0)
+                lo.append(s["median"] - s["min"] if s else 0)
+                hi.append(s["max"] - s["median"] if s else 0)
+            ax.bar([i + (j - 0.5) * width for i in range(len(cells))], meds, width, yerr=[lo, hi],
+                   capsize=3, label=f)
+        unit = values(res[0])[1]
+        ax.set_xticks(range(len(cells)))
+        ax.set_xticklabels(cells, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel({"checkpoint": "checkpoint time (s)"}.get(kind, "time (s), req/s for http"))
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        name = f"{kind}.png"
+        fig.savefig(os.path.join(outdir, name), dpi=120)
+        out.append(name)
+    plt.close("all")
+    return out

@@ -1,0 +1,275 @@
+"""Suite files (TOML) -> a validated Suite. Nothing runs before the whole file
+is known to be good; every error names the file and line."""
+import itertools
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+
+from . import units
+
+KINDS = ("pull", "checkpoint", "overhead")
+FLAVOURS = ("stock", "patched")
+SCENARIOS = ("alone", "together", "incremental")
+WORKLOADS = ("run", "cpu", "http")
+
+
+class SuiteError(Exception):
+    pass
+
+
+@dataclass
+class Profile:
+    name: str
+    rtt: str = "0ms"
+    rate: str = ""
+    loss: str = "0%"
+    jitter: str = "0ms"
+    queue: int = 1000
+
+
+@dataclass
+class Image:
+    name: str
+    layers: list  # sizes in bytes
+
+    @property
+    def total(self):
+        return sum(self.layers)
+
+
+@dataclass
+class Container:
+    name: str
+    memory: int = 0  # bytes held by a memory holder
+    image: str = ""  # or a real application image
+    command: list = field(default_factory=list)
+
+
+@dataclass
+class Flavour:
+    name: str
+    daemon: dict  # key -> value or list (a scan)
+
+    def variants(self):
+        """Every daemon config of the scan: the cartesian product of lists."""
+        keys = sorted(self.daemon)
+        values = [v if isinstance(v, list) else [v] for v in (self.daemon[k] for k in keys)]
+        return [dict(zip(keys, combo)) for combo in itertools.product(*values)] or [{}]
+
+
+@dataclass
+class Suite:
+    path: str
+    name: str
+    kind: str
+    repetitions: int
+    description: str = ""
+    profiles: list = field(default_factory=list)
+    images: list = field(default_factory=list)
+    containers: list = field(default_factory=list)
+    scenarios: list = field(default_factory=list)
+    workloads: list = field(default_factory=list)
+    flavours: dict = field(default_factory=dict)
+    leave_running: bool = False
+    restore: bool = False
+    link_backend: str = "auto"
+    seed: dict = field(default_factory=dict)  # published numbers, for the report
+
+
+class _Lines:
+    """Where each key of a TOML file is, so that errors can name the line."""
+
+    def __init__(self, text):
+        self.where = {}
+        table, counts = (), {}
+        for no, line in enumerate(text.splitlines(), 1):
+            s = line.strip()
+            m = re.match(r"^\[\[\s*([^\]]+?)\s*\]\]", s)
+            if m:
+                name = m.group(1)
+                counts[name] = counts.get(name, -1) + 1
+                table = (name, counts[name])
+                self.where.setdefault(table, no)
+                continue
+            m = re.match(r"^\[\s*([^\]]+?)\s*\]", s)
+            if m:
+                table = tuple(p.strip().strip('"') for p in m.group(1).split("."))
+                self.where.setdefault(table, no)
+                continue
+            m = re.match(r'^("?)([A-Za-z0-9_.-]+)\1\s*=', s)
+            if m:
+                self.where.setdefault(table + (m.group(2),), no)
+
+    def line(self, path):
+        path = tuple(path)
+        while path:
+            if path in self.where:
+                return self.where[path]
+            path = path[:-1]
+        return None
+
+
+def load(path):
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise SuiteError(f"{path}: {e.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode())
+    except tomllib.TOMLDecodeError as e:
+        raise SuiteError(f"{path}: {e}") from None
+    return _Validator(path, raw.decode()).suite(data)
+
+
+class _Validator:
+    def __init__(self, path, text):
+        self.path = path
+        self.lines = _Lines(text)
+
+    def fail(self, where, msg):
+        no = self.lines.line(where)
+        raise SuiteError(f"{self.path}:{no}: {msg}" if no else f"{self.path}: {msg}")
+
+    def keys(self, table, where, allowed, required=(), what=None):
+        what = what or (f"[{'.'.join(map(str, where))}]" if where else "the top level")
+        for k in table:
+            if k not in allowed:
+                self.fail(where + (k,), f"unknown key '{k}' in {what} (known: {', '.join(allowed)})")
+        for k in required:
+            if k not in table:
+                self.fail(where, f"{what} needs '{k}'")
+
+    def typed(self, value, typ, where, desc):
+        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+            self.fail(where, f"{where[-1]}: want {desc}, got {value!r}")
+        return value
+
+    def unit(self, fn, value, where):
+        try:
+            fn(value)
+        except ValueError as e:
+            self.fail(where, f"{where[-1]}: {e}")
+        return value
+
+    def suite(self, d):
+        top = ("name", "kind", "repetitions", "description", "profile", "image", "flavor",
+               "scenarios", "container", "workloads", "leave_running", "restore", "link_backend", "seed")
+        self.keys(d, (), top, required=("name", "kind"))
+        kind = d["kind"]
+        if kind not in KINDS:
+            self.fail(("kind",), f"kind: '{kind}' is not one of {', '.join(KINDS)}")
+        reps = self.typed(d.get("repetitions", 3), int, ("repetitions",), "a positive integer")
+        if reps < 1:
+            self.fail(("repetitions",), "repetitions: want a positive integer")
+        s = Suite(path=self.path, name=self.typed(d["name"], str, ("name",), "a string"), kind=kind,
+                  repetitions=reps, description=d.get("description", ""))
+        s.seed = self.typed(d.get("seed", {}), dict, ("seed",), "a table")
+        s.link_backend = d.get("link_backend", "auto")
+        if s.link_backend not in ("auto", "tun", "netem"):
+            self.fail(("link_backend",), f"link_backend: '{s.link_backend}' is not auto, tun or netem")
+        s.flavours = self.flavours(d.get("flavor"))
+        if kind == "pull":
+            s.profiles = [self.profile(p, i) for i, p in enumerate(self.tables(d, "profile"))]
+            s.images = [self.image(p, i) for i, p in enumerate(self.tables(d, "image"))]
+            self.unique(s.profiles, "profile")
+            self.unique(s.images, "image")
+        elif kind == "checkpoint":
+            sc = self.typed(d.get("scenarios", ["alone"]), list, ("scenarios",), "a list")
+            for x in sc:
+                if x not in SCENARIOS:
+                    self.fail(("scenarios",), f"scenarios: '{x}' is not one of {', '.join(SCENARIOS)}")
+            s.scenarios = sc
+            s.containers = [self.container(c, i) for i, c in enumerate(self.tables(d, "container"))]
+            self.unique(s.containers, "container")
+            s.leave_running = self.typed(d.get("leave_running", False), bool, ("leave_running",), "true or false")
+            s.restore = self.typed(d.get("restore", False), bool, ("restore",), "true or false")
+        elif kind == "overhead":
+            wl = self.typed(d.get("workloads", list(WORKLOADS)), list, ("workloads",), "a list")
+            for x in wl:
+                if x not in WORKLOADS:
+                    self.fail(("workloads",), f"workloads: '{x}' is not one of {', '.join(WORKLOADS)}")
+            s.workloads = wl
+        for k in ("profile", "image") if kind != "pull" else ():
+            if k in d:
+                self.fail((k, 0), f"[[{k}]] belongs to pull suites, not {kind}")
+        for k in ("container", "scenarios") if kind != "checkpoint" else ():
+            if k in d:
+                self.fail((k,) if k == "scenarios" else (k, 0), f"{k} belongs to checkpoint suites, not {kind}")
+        return s
+
+    def tables(self, d, name):
+        v = d.get(name)
+        if not v:
+            self.fail(("kind",), f"a {d['kind']} suite needs at least one [[{name}]]")
+        if not isinstance(v, list):
+            self.fail((name,), f"{name}: want [[{name}]] tables")
+        return v
+
+    def unique(self, items, what):
+        seen = set()
+        for i, x in enumerate(items):
+            if x.name in seen:
+                self.fail((what, i, "name"), f"two [[{what}]] tables are named '{x.name}'")
+            seen.add(x.name)
+
+    def profile(self, p, i):
+        w = ("profile", i)
+        self.keys(p, w, ("name", "rtt", "rate", "loss", "jitter", "queue"), ("name",), "[[profile]]")
+        prof = Profile(name=self.typed(p["name"], str, w + ("name",), "a string"))
+        for k, fn in (("rtt", units.duration), ("rate", units.rate), ("loss", units.percent), ("jitter", units.duration)):
+            if k in p:
+                setattr(prof, k, self.unit(fn, self.typed(p[k], str, w + (k,), "a string"), w + (k,)))
+        if "queue" in p:
+            prof.queue = self.typed(p["queue"], int, w + ("queue",), "packets, a non-negative integer")
+        return prof
+
+    def image(self, p, i):
+        w = ("image", i)
+        self.keys(p, w, ("name", "layers"), ("name", "layers"), "[[image]]")
+        layers = self.typed(p["layers"], list, w + ("layers",), "a list of sizes")
+        if not layers:
+            self.fail(w + ("layers",), "layers: want at least one layer")
+        sizes = [units.size(self.unit(units.size, x, w + ("layers",))) for x in layers]
+        return Image(name=self.typed(p["name"], str, w + ("name",), "a string"), layers=sizes)
+
+    def container(self, c, i):
+        w = ("container", i)
+        self.keys(c, w, ("name", "memory", "image", "command"), ("name",), "[[container]]")
+        ct = Container(name=self.typed(c["name"], str, w + ("name",), "a string"))
+        if ("memory" in c) == ("image" in c):
+            self.fail(w, "[[container]] needs exactly one of 'memory' (a memory holder) or 'image'")
+        if "memory" in c:
+            ct.memory = units.size(self.unit(units.size, c["memory"], w + ("memory",)))
+        else:
+            ct.image = self.typed(c["image"], str, w + ("image",), "an image name")
+            ct.command = self.typed(c.get("command", []), list, w + ("command",), "a list")
+        return ct
+
+    def flavours(self, f):
+        w = ("flavor",)
+        if not isinstance(f, dict) or not f:
+            self.fail(("kind",), "the suite needs [flavor.stock] and/or [flavor.patched]")
+        self.keys(f, w, FLAVOURS, what="[flavor]")
+        out = {}
+        for name, t in f.items():
+            fw = ("flavor", name)
+            self.typed(t, dict, fw, "a table")
+            self.keys(t, fw, ("daemon",), what=f"[flavor.{name}]")
+            daemon = self.typed(t.get("daemon", {}), dict, fw + ("daemon",), "a table of daemon.json keys")
+            for k, v in daemon.items():
+                if isinstance(v, list) and not v:
+                    self.fail(fw + ("daemon",), f"daemon.{k}: an empty list scans nothing")
+            out[name] = Flavour(name, daemon)
+        return out
+
+
+def resolve(name_or_path, root):
+    """A suite name (hyperfine-suites/NAME.toml) or a path."""
+    if os.path.exists(name_or_path):
+        return name_or_path
+    cand = os.path.join(root, "hyperfine-suites", name_or_path + ".toml")
+    if os.path.exists(cand):
+        return cand
+    raise SuiteError(f"no suite '{name_or_path}' (neither a file nor hyperfine-suites/{name_or_path}.toml)")

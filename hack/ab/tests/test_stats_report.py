@@ -1,0 +1,62 @@
+import json
+import os
+import tempfile
+import unittest
+
+from ab import report, runner, stats
+
+
+class StatsTest(unittest.TestCase):
+    def test_summary(self):
+        s = stats.summary([3.0, 1.0, 2.0, None])
+        self.assertEqual((s["n"], s["median"], s["min"], s["max"]), (3, 2.0, 1.0, 3.0))
+        self.assertIsNone(stats.summary([]))
+
+    def test_ratio_clear_difference_is_significant(self):
+        r = stats.ratio_ci([1.0, 1.1, 0.9, 1.05, 0.95], [2.0, 2.1, 1.9, 2.05, 1.95])
+        self.assertAlmostEqual(r["ratio"], 0.5, places=2)
+        self.assertTrue(r["significant"])
+        self.assertLess(r["hi"], 1)
+
+    def test_ratio_overlap_is_not_significant(self):
+        r = stats.ratio_ci([1.0, 1.2, 0.9], [1.1, 0.95, 1.15])
+        self.assertFalse(r["significant"])
+
+
+class InterleaveTest(unittest.TestCase):
+    def test_abab_and_alternating_start(self):
+        v = [("stock", 1), ("stock", 3), ("stock", 7), ("patched", 0)]
+        self.assertEqual([f for f, _ in runner.interleave(list(v), 0)], ["patched", "stock", "stock", "stock"])
+        self.assertEqual([f for f, _ in runner.interleave(list(v), 1)], ["stock", "patched", "stock", "stock"])
+        two = [("stock", None), ("patched", None)]
+        self.assertNotEqual(runner.interleave(list(two), 0), runner.interleave(list(two), 1))
+
+
+class ReportTest(unittest.TestCase):
+    def test_report_from_results(self):
+        doc = {"suite": "t", "kind": "pull", "repetitions": 3, "started": "x", "finished": "y",
+               "machine": {"cpu": "c", "cpus": 2, "memory_gib": 1, "kernel": "k"},
+               "daemons": {"stock": {"version": "29.7.1"}, "patched": {"version": "29.7.1+ab.x"}},
+               "link": {"backend": "tun"}, "seed": {}, "results": []}
+        for mcd, ts in ((1, [4.0, 4.1, 4.2]), (3, [3.0, 3.1, 3.2]), (7, [2.5, 2.6, 2.4])):
+            doc["results"].append({"flavor": "stock", "profile": "far", "image": "small",
+                                   "params": {"max-concurrent-downloads": mcd}, "scenario": None,
+                                   "container": None, "times_s": ts, "errors": []})
+        doc["results"].append({"flavor": "patched", "profile": "far", "image": "small", "params": {},
+                               "scenario": None, "container": None, "times_s": [2.5, 2.45, 2.55], "errors": []})
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "results.json"), "w") as f:
+                json.dump(doc, f)
+            report.write(d)
+            md = open(os.path.join(d, "report.md")).read()
+            self.assertTrue(os.path.getsize(os.path.join(d, "pull.png")) > 1000)
+        row = report.comparisons(doc)[0]
+        self.assertEqual(row["stock_default"]["params"], "max-concurrent-downloads=3")
+        self.assertEqual(row["stock_best"]["params"], "max-concurrent-downloads=7")
+        self.assertAlmostEqual(row["vs_default"]["ratio"], 2.5 / 3.1, places=3)
+        self.assertIn("| far / small |", md)
+        self.assertIn("2.450, 2.500, 2.550".replace("2.450, 2.500, 2.550", "2.500, 2.450, 2.550"), md)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,102 @@
+import os
+import tempfile
+import textwrap
+import unittest
+
+from ab import suite
+
+GOOD = """
+name = "t"
+kind = "pull"
+repetitions = 2
+
+[[profile]]
+name = "far"
+rtt = "140ms"
+rate = "100mbit"
+loss = "0%"
+
+[[image]]
+name = "small"
+layers = ["1MiB", "512KiB"]
+
+[flavor.stock]
+daemon = { "max-concurrent-downloads" = [1, 3] }
+
+[flavor.patched]
+daemon = {}
+"""
+
+
+def load(text):
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write(textwrap.dedent(text))
+    try:
+        return suite.load(f.name)
+    finally:
+        os.unlink(f.name)
+
+
+class SuiteTest(unittest.TestCase):
+    def error(self, text):
+        with self.assertRaises(suite.SuiteError) as cm:
+            load(text)
+        return str(cm.exception)
+
+    def test_good_suite(self):
+        s = load(GOOD)
+        self.assertEqual(s.kind, "pull")
+        self.assertEqual(s.images[0].layers, [1 << 20, 512 << 10])
+        self.assertEqual(s.flavours["stock"].variants(),
+                         [{"max-concurrent-downloads": 1}, {"max-concurrent-downloads": 3}])
+        self.assertEqual(s.flavours["patched"].variants(), [{}])
+
+    def test_unknown_key_names_the_line(self):
+        msg = self.error(GOOD.replace('rate = "100mbit"', 'rates = "100mbit"'))
+        self.assertRegex(msg, r":9: unknown key 'rates' in \[\[profile\]\]")
+
+    def test_bad_unit_names_the_line(self):
+        msg = self.error(GOOD.replace('rtt = "140ms"', 'rtt = "140 ms"'))
+        self.assertRegex(msg, r":8: rtt: bad duration '140 ms'")
+        msg = self.error(GOOD.replace('"512KiB"', '"512kb"'))
+        self.assertIn("bad size '512kb'", msg)
+
+    def test_missing_section(self):
+        text = GOOD[:GOOD.index("[[image]]")] + GOOD[GOOD.index("[flavor.stock]"):]
+        self.assertIn("needs at least one [[image]]", self.error(text))
+
+    def test_bad_kind_and_flavour(self):
+        self.assertIn("kind: 'pul' is not one of", self.error(GOOD.replace('kind = "pull"', 'kind = "pul"')))
+        self.assertIn("unknown key 'nightly' in [flavor]", self.error(GOOD.replace("[flavor.patched]", "[flavor.nightly]")))
+
+    def test_checkpoint_container_needs_memory_or_image(self):
+        msg = self.error("""
+            name = "c"
+            kind = "checkpoint"
+            scenarios = ["alone"]
+            [[container]]
+            name = "x"
+            [flavor.stock]
+            daemon = {}
+        """)
+        self.assertIn("exactly one of 'memory'", msg)
+
+    def test_bad_scenario(self):
+        msg = self.error("""
+            name = "c"
+            kind = "checkpoint"
+            scenarios = ["sometimes"]
+            [[container]]
+            name = "x"
+            memory = "16MiB"
+            [flavor.stock]
+            daemon = {}
+        """)
+        self.assertIn("'sometimes' is not one of alone, together, incremental", msg)
+
+    def test_repo_suites_are_valid(self):
+        root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "hyperfine-suites")
+        from ab.__main__ import expand
+        for name in sorted(os.listdir(root)):
+            for path in expand(os.path.join(root, name)):
+                suite.load(path)
