@@ -18,8 +18,7 @@ setup() {
 }
 
 teardown() {
-	[ -n "${FLAVOUR:-}" ] || return 0
-	docker rm -f $(docker ps -aq) >/dev/null 2>&1 || true
+	remove_test_containers
 }
 
 ip_of() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }

@@ -43,6 +43,12 @@ ab_down() {
 	return $rc
 }
 
+# A test's teardown: remove the containers it left in the flavour it used.
+remove_test_containers() {
+	[ -n "${FLAVOUR:-}" ] || return 0
+	docker rm -f $(docker ps -aq) >/dev/null 2>&1 || true
+}
+
 # use <flavour>: point docker at that flavour's daemon for this test.
 use() {
 	. "$BATS_FILE_TMPDIR/$1.env"

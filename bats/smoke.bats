@@ -27,8 +27,7 @@ setup() {
 }
 
 teardown() {
-	[ -n "${FLAVOUR:-}" ] || return 0
-	docker rm -f $(docker ps -aq) >/dev/null 2>&1 || true
+	remove_test_containers
 }
 
 check_version() {

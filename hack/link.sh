@@ -131,6 +131,11 @@ cmd_down() {
 			kill -TERM "$pid"
 			for _ in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
 		fi
+		# What each direction carried, from linkemu's counters.
+		if [ -f "$AB_RUN/link-$f.stats.json" ]; then
+			jq -r --arg f "$f" 'to_entries[] | "link \($f): \(.key): \(.value.Packets) packets, \(.value.Lost) lost (\(if .value.Packets + .value.Lost > 0 then (1000 * .value.Lost / (.value.Packets + .value.Lost) | round / 10) else 0 end)%), \(.value.QueueDrops) queue drops"' \
+				"$AB_RUN/link-$f.stats.json" >&2
+		fi
 		# The TUN devices and their routes went with the process; route the
 		# registry through the veth again.
 		if ns_exists "$ns"; then

@@ -155,7 +155,7 @@ cmd_check() {
 		log "patches check: [$i/$n] builds on its own: $(abgit -C "$tmp/tree" log -1 --format=%s "$commit")"
 		abgit -C "$tmp/tree" checkout -q "$commit"
 		mapfile -t pkgs < <(changed_packages "$tmp/tree" "$commit")
-		(cd "$tmp/tree" && go build -tags "$GO_BUILDTAGS" ./... && go vet -tags "$GO_BUILDTAGS" "${pkgs[@]}") ||
+		(cd "$tmp/tree" && go build -trimpath -tags "$GO_BUILDTAGS" ./... && go vet -tags "$GO_BUILDTAGS" "${pkgs[@]}") ||
 			die "patches check: patch $i/$n does not build on its own"
 	done
 	log "patches check: ok ($n patch(es))"
