@@ -187,7 +187,10 @@ class Runner:
     def hyperfine_pull(self, d, ref):
         out = os.path.join(self.tmp, "hf.json")
         p = hosts.sh("hyperfine", "--runs", "1", "--style", "none", "--export-json", out,
-                     "--prepare", f"docker rmi -f {ref} >/dev/null 2>&1; docker image prune -af >/dev/null 2>&1; true",
+                     # Cold: no image, no content, and no kept-alive connection
+                     # to the registry from an earlier pull (ss -K aborts them).
+                     "--prepare", f"docker rmi -f {ref} >/dev/null 2>&1; docker image prune -af >/dev/null 2>&1; "
+                                  f"nsenter --net={d.netns()} ss -K dst {hosts.REGISTRY.split(':')[0]} >/dev/null 2>&1; true",
                      f"docker pull -q {ref}", env=d.env, check=False)
         if p.returncode != 0:
             return None, (p.stderr or "hyperfine failed").strip().splitlines()[-1][:300]

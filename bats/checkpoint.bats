@@ -1,0 +1,122 @@
+#!/usr/bin/env bats
+# Checkpoints on the patched daemon: configuration of the checkpoint queue,
+# and faults (a full disk, a daemon killed mid-checkpoint).
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	"$AB_ROOT/hack/registry.sh" up >/dev/null
+}
+
+teardown_file() {
+	"$AB_ROOT/hack/registry.sh" down
+}
+
+setup() {
+	load_libs
+}
+
+teardown() {
+	if mountpoint -q "$BATS_TEST_TMPDIR/small" 2>/dev/null; then
+		umount "$BATS_TEST_TMPDIR/small"
+	fi
+	"$AB_ROOT/hack/daemon.sh" down patched >/dev/null 2>&1 || true
+}
+
+up_patched() { # [config json]
+	local cfg=$BATS_TEST_TMPDIR/daemon.json
+	echo "${1:-{\}}" >"$cfg"
+	"$AB_ROOT/hack/daemon.sh" up patched --config "$cfg" >"$BATS_TEST_TMPDIR/env"
+	use_env
+}
+
+use_env() {
+	. "$BATS_TEST_TMPDIR/env"
+	docker load -q -i "$AB_ROOT/build/images/memholder.tar" >/dev/null
+}
+
+start_memholder() { # name MiB
+	docker run -d --name "$1" ab/memholder memholder "$2" >/dev/null
+	wait_for 60 bash -c "docker logs $1 2>&1 | grep -q 'verified_passes='"
+}
+
+@test "patched: invalid checkpoint options are refused at start, naming the option" {
+	echo '{"checkpoint-max-concurrent": -1}' >"$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
+	assert_failure
+	assert_output --partial "invalid checkpoint-max-concurrent: -1"
+	echo '{"checkpoint-queue-order": "lifo"}' >"$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
+	assert_failure
+	assert_output --partial 'invalid checkpoint-queue-order: "lifo"'
+}
+
+@test "patched: a reload with a bad checkpoint option is refused, the daemon keeps running" {
+	up_patched '{"checkpoint-queue-order": "fifo"}'
+	echo '{"checkpoint-queue-order": "lifo"}' >"$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/bad.json"
+	assert_failure
+	assert_output --partial "reload refused"
+	assert_output --partial 'invalid checkpoint-queue-order'
+	run docker version --format '{{.Server.Version}}'
+	assert_success
+	# A good reload after the bad one applies.
+	echo '{"checkpoint-max-concurrent": 2}' >"$BATS_TEST_TMPDIR/good.json"
+	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/good.json"
+	assert_success
+}
+
+@test "patched: the checkpoint's phases are logged" {
+	up_patched
+	start_memholder mh 16
+	run docker checkpoint create mh cp1
+	assert_success
+	run grep 'Checkpoint created' /var/lib/moby-ab/patched/dockerd.log
+	assert_success
+	assert_output --regexp 'checkpoint=cp1 .*commit=.*dump=.*queued='
+}
+
+@test "patched: a checkpoint that runs out of space fails cleanly" {
+	up_patched
+	start_memholder mh 64
+	mkdir "$BATS_TEST_TMPDIR/small"
+	mount -t tmpfs -o size=8m tmpfs "$BATS_TEST_TMPDIR/small"
+	run docker checkpoint create --leave-running --checkpoint-dir "$BATS_TEST_TMPDIR/small" mh cp1
+	assert_failure
+	# The container still runs, and nothing partial is listed or left behind.
+	run docker inspect -f '{{.State.Running}}' mh
+	assert_output true
+	run docker checkpoint ls --checkpoint-dir "$BATS_TEST_TMPDIR/small" mh
+	assert_success
+	refute_output --partial cp1
+	run ls -A "$BATS_TEST_TMPDIR/small"
+	assert_output ""
+	# The memory holder keeps counting with its memory intact.
+	sleep 1.5
+	run docker logs mh
+	refute_output --partial CORRUPT
+}
+
+@test "patched: a daemon killed during a checkpoint leaves nothing partial" {
+	up_patched
+	start_memholder mh 512
+	docker checkpoint create --leave-running mh cp1 >/dev/null 2>&1 &
+	sleep 0.5
+	pid=$(cat /run/moby-ab/patched/dockerd.pid)
+	kill -KILL "$pid"
+	wait || true
+	wait_for 10 bash -c "[ ! -e /proc/$pid ]"
+	"$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/daemon.json" >"$BATS_TEST_TMPDIR/env"
+	use_env
+	run docker inspect -f '{{.State.Status}}' mh
+	assert_success
+	assert_output --regexp '^(running|exited)$'
+	run docker checkpoint ls mh
+	assert_success
+	refute_output --partial staging
+	# If the checkpoint finished before the kill, it is whole.
+	if [[ $output == *cp1* ]]; then
+		ls /var/lib/moby-ab/patched/data/containers/*/checkpoints/cp1/inventory.img
+	fi
+}
