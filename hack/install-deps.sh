@@ -30,7 +30,7 @@ APT_PACKAGES=(
 	# test hosts
 	iproute2 nftables iptables kmod util-linux bsdextrautils procps psmisc
 	# test images and servers
-	busybox-static tini docker-registry
+	busybox-static tini docker-registry debootstrap
 	# suites
 	bats bats-support bats-assert hyperfine wrk fio shellcheck
 	python3 python3-matplotlib python3-numpy
