@@ -218,7 +218,7 @@ cmd_reload() {
 			log "daemon $F: configuration reloaded"
 			return 0
 		fi
-		if tail -n +"$((before + 1))" "$LOG" | grep -qi 'error reloading\|unable to configure the Docker daemon\|failed to reload'; then
+		if tail -n +"$((before + 1))" "$LOG" | grep -qi 'error reloading\|error reconfiguring\|unable to configure the Docker daemon'; then
 			mv "$CONFIG.prev" "$CONFIG"
 			tail -n +"$((before + 1))" "$LOG" >&2
 			die "daemon $F: reload refused; the running configuration is unchanged"

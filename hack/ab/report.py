@@ -137,6 +137,15 @@ def write(outdir):
             md.append(f"| {e['flavor']} | {e['container']} | {len(ok)}/{len(e['restore_s'])} | "
                       f"{fmt_v(med['median'], 's') if med else '-'} | "
                       f"{'; '.join(sorted(set(e.get('restore_error', []))))[:200]} |")
+    frozen = [e for e in doc["results"] if any(x is not None for x in e.get("freeze_s", []))]
+    if frozen:
+        md += ["", "## Freeze (--leave-running), seen from inside the container", "",
+               "The longest gap of the memory holder's 10 ms ticker around the checkpoint.", "",
+               "| flavour | cell | median freeze (s) | samples |", "| --- | --- | --- | --- |"]
+        for e in frozen:
+            v = [x for x in e["freeze_s"] if x is not None]
+            md.append(f"| {e['flavor']} | {cell_name(e, doc['kind'])} | {fmt_v(stats.summary(v)['median'], 's')} | "
+                      f"{', '.join(fmt_v(x, 's') for x in v)} |")
     if doc.get("seed"):
         md += ["", "## Published numbers (seed)", "", "```", json.dumps(doc["seed"], indent=1), "```"]
     with open(os.path.join(outdir, "report.md"), "w") as f:

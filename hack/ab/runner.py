@@ -221,6 +221,20 @@ class Runner:
             return None, (p.stderr.strip().splitlines() or ["failed"])[-1][:300]
         return t, None
 
+    def freeze(self, d, name):
+        """How long a memory holder was frozen by a --leave-running checkpoint,
+        seen from inside: the longest gap of its 10 ms ticker (maxgap_ms in
+        its next report; before the checkpoint it is a few ms)."""
+        before = d.docker("logs", name, check=False).stdout.count("\n")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            lines = d.docker("logs", name, check=False).stdout.splitlines()
+            if len(lines) > before:
+                m = re.search(r"maxgap_ms=([\d.]+)", lines[-1])
+                return round(float(m.group(1)) / 1000, 4) if m else None
+            time.sleep(0.1)
+        return None
+
     def restore(self, d, name, cp):
         if self.s.leave_running:
             d.docker("stop", "-t", "1", name, check=False)
@@ -260,6 +274,8 @@ class Runner:
                                 if scen == "incremental":
                                     key["concurrent"] = len(group)
                                 extra = {}
+                                if s.leave_running and c.memory and t is not None:
+                                    extra["freeze_s"] = self.freeze(d, nm)
                                 if s.restore and scen == "alone" and t is not None:
                                     rt, rerr = self.restore(d, nm, f"cp{rep}")
                                     extra = {"restore_s": round(rt, 4) if rt is not None else None}
