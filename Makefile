@@ -1,7 +1,7 @@
 # moby-ab: a patched dockerd and the A/B harness that measures it against stock.
 #
 #   make ab      build both daemons and run the default A/B suite
-#   make test    unit tests of the patched packages, bats suites, harness tests
+#   make test    unit tests of the patched packages, harness, bats and integration tests
 #
 # See README.md for the rest.
 
@@ -21,7 +21,7 @@ help:
 	@sed -n 's/^#   //p' Makefile
 	@echo
 	@echo 'Other targets: deps build build-stock build-patched images patches-apply'
-	@echo '  patches-export patches-check test-unit test-bats test-harness clean'
+	@echo '  patches-export patches-check test-unit test-bats test-harness test-integration clean'
 
 # make ab [SUITE=name-or-path] [RESULTS=dir]: run an A/B suite (hyperfine-suites/)
 .PHONY: ab
@@ -52,8 +52,8 @@ patches-export:
 patches-check:
 	hack/patches.sh check
 
-.PHONY: test test-unit test-bats test-harness
-test: test-unit test-harness test-bats
+.PHONY: test test-unit test-bats test-harness test-integration
+test: test-unit test-harness test-bats test-integration
 test-unit:
 	hack/test-unit.sh
 test-harness:
@@ -61,6 +61,9 @@ test-harness:
 test-bats: build
 	hack/images.sh build all
 	$(BATS) --timing bats/
+
+test-integration: build images
+	cd integration && go test -count=1 -v ./...
 
 .PHONY: clean
 clean:

@@ -194,6 +194,7 @@ cmd_down() {
 	unmount_under "$EXECROOT"
 	unmount_under "$DATAROOT"
 	ns_exists "$NS" && ip netns del "$NS"
+	remove_reg_ns_if_unused
 	remove_cgroups
 	rm -rf "$RUNDIR"
 	if [ "$keep" = 0 ]; then

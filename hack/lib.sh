@@ -79,6 +79,16 @@ ensure_flavour_ns() {
 	link_flavour_to_reg "$1"
 }
 
+# Remove the registry's namespace when nothing uses it any more: no registry
+# runs in it and no flavour is linked to it (daemon.sh up creates it).
+remove_reg_ns_if_unused() {
+	ns_exists "$REG_NS" || return 0
+	ns_exists "$(flavour_ns stock)" && return 0
+	ns_exists "$(flavour_ns patched)" && return 0
+	[ -n "$(ip netns pids "$REG_NS" 2>/dev/null)" ] && return 0
+	ip netns del "$REG_NS"
+}
+
 # Connect a flavour's namespace to the registry's with a veth pair
 # 10.199.<i>.2 (flavour) <-> 10.199.<i>.1 (registry side). Idempotent.
 link_flavour_to_reg() {

@@ -1,0 +1,120 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// While several checkpoints are being written at once, the checkpoint list
+// shows only finished checkpoints: never a staging directory, never one
+// whose images are incomplete. A shell cannot list fast enough to catch the
+// window; this polls the API as fast as the daemon answers.
+func TestCheckpointListShowsOnlyFinishedCheckpoints(t *testing.T) {
+	d := startDaemon(t, "patched")
+	d.mustDocker("load", "-q", "-i", filepath.Join(root, "build", "images", "memholder.tar"))
+
+	const n = 3
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = d.mustDocker("run", "-d", "ab/memholder", "memholder", "-r", "200", "128")
+	}
+	for _, id := range ids {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			out, _ := d.docker("logs", "--tail", "1", id)
+			if strings.Contains(out, "verified_passes=") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("memory holder %s never got ready: %s", id[:12], out)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	var (
+		wg      sync.WaitGroup
+		done    = make(chan struct{})
+		mu      sync.Mutex
+		seen    = map[string]int{}
+		polls   int
+		badSeen []string
+	)
+	// Pollers: list every container's checkpoints, and check each listed
+	// checkpoint is whole at that moment.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			for _, id := range ids {
+				var list []struct{ Name string }
+				if err := d.getJSON("/containers/"+id+"/checkpoints", &list); err != nil {
+					continue
+				}
+				mu.Lock()
+				polls++
+				for _, c := range list {
+					seen[c.Name]++
+					dir := filepath.Join("/var/lib/moby-ab/patched/data/containers", id, "checkpoints", c.Name)
+					if strings.HasPrefix(c.Name, ".") || !fileExists(filepath.Join(dir, "inventory.img")) {
+						badSeen = append(badSeen, id[:12]+"/"+c.Name)
+					}
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+
+	errs := make(chan error, n*2)
+	var cps sync.WaitGroup
+	for round := 0; round < 2; round++ {
+		for _, id := range ids {
+			cps.Add(1)
+			go func(id string, round int) {
+				defer cps.Done()
+				if out, err := d.docker("checkpoint", "create", "--leave-running", id, fmt.Sprintf("cp%d", round)); err != nil {
+					errs <- fmt.Errorf("checkpoint %s cp%d: %v: %s", id[:12], round, err, out)
+				}
+			}(id, round)
+		}
+		cps.Wait()
+	}
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if len(badSeen) > 0 {
+		t.Fatalf("listed before they were whole: %v", badSeen)
+	}
+	if seen["cp0"] == 0 || seen["cp1"] == 0 {
+		t.Fatalf("finished checkpoints were never listed (%d polls): %v", polls, seen)
+	}
+	t.Logf("%d list calls during %d concurrent checkpoints; listed: %v", polls, 2*n, seen)
+
+	// Every container still runs with its memory intact.
+	for _, id := range ids {
+		if out := d.mustDocker("inspect", "-f", "{{.State.Running}}", id); out != "true" {
+			t.Errorf("%s not running after --leave-running checkpoints", id[:12])
+		}
+		if out, _ := d.docker("logs", id); strings.Contains(out, "CORRUPT") {
+			t.Errorf("%s: memory corrupted: %s", id[:12], out)
+		}
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

@@ -1,0 +1,3 @@
+module moby-ab/integration
+
+go 1.22
