@@ -2,6 +2,7 @@
 images.sh, so that the harness and the shell suites share one implementation."""
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -59,6 +60,7 @@ class Daemon:
 
     def down(self):
         sh(os.path.join(HACK, "daemon.sh"), "down", self.flavour, check=False)
+        shutil.rmtree(self._cfgdir, ignore_errors=True)
         self.sock = None
 
     def docker(self, *args, check=True, timeout=600):

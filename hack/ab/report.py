@@ -71,6 +71,8 @@ def comparisons(doc):
 def fmt_ratio(r, lower):
     if not r:
         return "n/a"
+    if r["lo"] is None:
+        return f"{r['ratio']:.2f} (one sample: no interval)"
     mark = "" if r["significant"] else " (n.s.)"
     better = (r["ratio"] < 1) == lower
     arrow = "" if not r["significant"] else (" better" if better else " worse")

@@ -7,11 +7,10 @@ import json
 import os
 import platform
 import re
+import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 from . import hosts, units
@@ -156,6 +155,7 @@ class Runner:
             hosts.link_down(f)
             self.daemons[f].down()
         hosts.registry_down()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     # --- pull -----------------------------------------------------------
     def run_pull(self):
@@ -335,7 +335,8 @@ class Runner:
         prog.step(f"overhead cpu container {d.flavour} rep {rep + 1}: {t:.2f}s" if t else "cpu container FAILED")
 
     def overhead_http(self, d, rep, prog):
-        d.load("nginx") if rep == 0 else None
+        if rep == 0:
+            d.load("nginx")
         for net in ("bridge", "host"):
             name = f"abov-http-{net}"
             d.docker("run", "-d", "--name", name, "--network", net, "ab/nginx")

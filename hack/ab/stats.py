@@ -19,8 +19,11 @@ def ratio_ci(a, b, iters=4000, level=0.95, seed=1):
     b = [x for x in b if x is not None]
     if not a or not b or statistics.median(b) == 0:
         return None
-    rng = random.Random(seed)
     est = statistics.median(a) / statistics.median(b)
+    if len(a) < 2 or len(b) < 2:
+        # One sample has no spread to resample: no interval, no verdict.
+        return {"ratio": est, "lo": None, "hi": None, "significant": False, "n": (len(a), len(b))}
+    rng = random.Random(seed)
     rs = []
     for _ in range(iters):
         ma = statistics.median(rng.choices(a, k=len(a)))

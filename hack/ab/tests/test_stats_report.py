@@ -18,6 +18,12 @@ class StatsTest(unittest.TestCase):
         self.assertTrue(r["significant"])
         self.assertLess(r["hi"], 1)
 
+    def test_one_sample_gives_no_verdict(self):
+        r = stats.ratio_ci([1.0], [2.0, 2.1])
+        self.assertAlmostEqual(r["ratio"], 1.0 / 2.05)
+        self.assertIsNone(r["lo"])
+        self.assertFalse(r["significant"])
+
     def test_ratio_overlap_is_not_significant(self):
         r = stats.ratio_ci([1.0, 1.2, 0.9], [1.1, 0.95, 1.15])
         self.assertFalse(r["significant"])
