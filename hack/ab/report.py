@@ -188,7 +188,7 @@ def plot(doc, outdir):
                         s = stats.summary(e["times_s"])
                         if s:
                             ax.axhline(s["median"], color=color, linestyle="--", label=f"patched {img}")
-            ax.set_title(f"link: {prof}")
+            ax.set_title(f"{doc['suite']}, link: {prof}")
             ax.set_xlabel("max-concurrent-downloads (stock)")
             ax.set_ylabel("cold pull time (s)")
             ax.grid(alpha=0.3)
@@ -197,29 +197,34 @@ def plot(doc, outdir):
         fig.savefig(os.path.join(outdir, "pull.png"), dpi=120)
         out.append("pull.png")
     else:
-        cells = []
+        # One panel per unit: seconds (lower is better), req/s (higher is better).
+        groups = {}
         for e in res:
             c = cell_name(e, kind)
+            cells = groups.setdefault(values(e)[1], [])
             if c not in cells:
                 cells.append(c)
-        fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(cells)), 4))
+        fig, axes = plt.subplots(1, len(groups), squeeze=False,
+                                 figsize=(sum(max(4, 1.2 * len(c)) for c in groups.values()), 4))
         width = 0.38
-        for j, f in enumerate(("stock", "patched")):
-            meds, lo, hi = [], [], []
-            for c in cells:
-                es = [e for e in res if cell_name(e, kind) == c and e["flavor"] == f]
-                s = stats.summary(values(es[0])[0]) if es else None
-                meds.append(s["median"] if s else 0)
-                lo.append(s["median"] - s["min"] if s else 0)
-                hi.append(s["max"] - s["median"] if s else 0)
-            ax.bar([i + (j - 0.5) * width for i in range(len(cells))], meds, width, yerr=[lo, hi],
-                   capsize=3, label=f)
-        unit = values(res[0])[1]
-        ax.set_xticks(range(len(cells)))
-        ax.set_xticklabels(cells, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel({"checkpoint": "checkpoint time (s)"}.get(kind, "time (s), req/s for http"))
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend()
+        for ax, (unit, cells) in zip(axes[0], groups.items()):
+            for j, f in enumerate(("stock", "patched")):
+                meds, lo, hi = [], [], []
+                for c in cells:
+                    es = [e for e in res if cell_name(e, kind) == c and e["flavor"] == f]
+                    s = stats.summary(values(es[0])[0]) if es else None
+                    meds.append(s["median"] if s else 0)
+                    lo.append(s["median"] - s["min"] if s else 0)
+                    hi.append(s["max"] - s["median"] if s else 0)
+                ax.bar([i + (j - 0.5) * width for i in range(len(cells))], meds, width, yerr=[lo, hi],
+                       capsize=3, label=f)
+            ax.set_xticks(range(len(cells)))
+            ax.set_xticklabels(cells, rotation=30, ha="right", fontsize=8)
+            what = {"checkpoint": "checkpoint time"}.get(kind, "time")
+            ax.set_ylabel(f"{what} (s), median, min-max" if unit == "s" else "requests/s, median, min-max")
+            ax.grid(axis="y", alpha=0.3)
+            ax.legend()
+        fig.suptitle(f"{doc['suite']}: stock vs patched")
         fig.tight_layout()
         name = f"{kind}.png"
         fig.savefig(os.path.join(outdir, name), dpi=120)
