@@ -109,7 +109,10 @@ cmd_up() {
 	log "daemon $F: starting $("$DOCKERD" --version) in netns $NS"
 	# nsenter --net only: `ip netns exec` would remount /sys and hide the cgroup
 	# mounts from dockerd.
-	PATH=$(ab_path) setsid nsenter --net="/run/netns/$NS" -- \
+	# TMPDIR under the run dir: containerd unpacks checkpoints into temporary
+	# directories it does not always remove (stock restores); down removes it.
+	mkdir -p "$RUNDIR/tmp"
+	TMPDIR=$RUNDIR/tmp PATH=$(ab_path) setsid nsenter --net="/run/netns/$NS" -- \
 		"$DOCKERD" --config-file "$CONFIG" </dev/null >>"$LOG" 2>&1 &
 	local child=$! waited=0
 	while :; do
