@@ -64,7 +64,7 @@ write_config() { # user-config-or-empty
 		--arg cgp "$CGROUP_PARENT" --arg reg "$REGISTRY" --arg proxy "$AB_ROOT/bin/docker-proxy" \
 		'{"data-root":$dataroot,"exec-root":$execroot,"pidfile":$pidfile,"hosts":[$sock],
 		  "bridge":$bridge,"default-address-pools":[{"base":$pool,"size":24}],
-		  "cgroup-parent":$cgp,"insecure-registries":[$reg],"experimental":true,
+		  "cgroup-parent":$cgp,"insecure-registries":[$reg,"10.199.0.0/16"],"experimental":true,
 		  "userland-proxy-path":$proxy,"shutdown-timeout":3}')
 	if [ -n "$user" ]; then
 		[ -r "$user" ] || die "daemon config $user: cannot read it"
@@ -194,6 +194,10 @@ cmd_down() {
 		fi
 	fi
 	kill_shims
+	# An emulated link holds the namespace open: take it down first.
+	if [ -f "$AB_RUN/link-$F.backend" ]; then
+		"$(dirname "${BASH_SOURCE[0]}")/link.sh" down "$F" 2>/dev/null || true
+	fi
 	unmount_under "$EXECROOT"
 	unmount_under "$DATAROOT"
 	ns_exists "$NS" && ip netns del "$NS"

@@ -98,6 +98,8 @@ link_flavour_to_reg() {
 	ns_exists "$ns" || return 0
 	ensure_reg_ns
 	ip -n "$ns" link show "ab-$f-up" >/dev/null 2>&1 && return 0
+	# a registry-side end left by a namespace that outlived its deletion
+	ip -n "$REG_NS" link del "ab-$f-reg" 2>/dev/null || true
 	ip link add "ab-$f-up" netns "$ns" type veth peer name "ab-$f-reg" netns "$REG_NS"
 	ip -n "$ns" addr add "10.199.$i.2/30" dev "ab-$f-up"
 	ip -n "$REG_NS" addr add "10.199.$i.1/30" dev "ab-$f-reg"

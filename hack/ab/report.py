@@ -101,6 +101,49 @@ def summary_table(doc):
     return "\n".join(lines)
 
 
+def spread_table(doc):
+    """Pull scans, like seed 000's Table 1: per link and image, stock's best and
+    worst setting, the difference (worst - best) / best, the seed's published
+    difference where it gives one, and patched against both."""
+    if doc["kind"] != "pull":
+        return ""
+    seed = (doc.get("seed") or {}).get("best_vs_worst_pct") or {}
+    cells = {}
+    for e in doc["results"]:
+        cells.setdefault((e["profile"], e["image"]), []).append(e)
+    lines = ["| link | image | stock best | stock worst | worst vs best | seed: worst vs best | "
+             "patched | patched/best [95% CI] | patched/default 3 [95% CI] |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = 0
+    for (prof, img), es in cells.items():
+        sto = [(stats.summary(e["times_s"]), e) for e in es if e["flavor"] == "stock"]
+        sto = [(s, e) for s, e in sto if s]
+        pat = [e for e in es if e["flavor"] == "patched"]
+        if len(sto) < 2:
+            continue
+        mcd = lambda e: (e["params"] or {}).get("max-concurrent-downloads", DEFAULT_MCD)
+        bs, be = min(sto, key=lambda x: x[0]["median"])
+        ws, we = max(sto, key=lambda x: x[0]["median"])
+        dflt = [e for s, e in sto if mcd(e) == DEFAULT_MCD]
+        pv = pat[0]["times_s"] if pat else []
+        ps = stats.summary(pv)
+        sp = seed.get(prof, {}).get(img) if isinstance(seed.get(prof), dict) else None
+        lines.append("| {} | {} | {} s (c={}) | {} s (c={}) | {:.0f}% | {} | {} | {} | {} |".format(
+            prof, img, fmt_v(bs["median"], "s"), mcd(be), fmt_v(ws["median"], "s"), mcd(we),
+            100 * (ws["median"] - bs["median"]) / bs["median"],
+            f"{sp:.2f}%" if isinstance(sp, (int, float)) else "-",
+            f"{fmt_v(ps['median'], 's')} s" if ps else "-",
+            fmt_ratio(stats.ratio_ci(pv, be["times_s"]), True) if ps else "-",
+            fmt_ratio(stats.ratio_ci(pv, dflt[0]["times_s"]), True) if ps and dflt else "-"))
+        rows += 1
+    if not rows:
+        return ""
+    note = seed.get("note", "")
+    return "\n".join(["## Best vs worst concurrency (seed 000, Table 1)", "",
+                      "Stock's fastest and slowest max-concurrent-downloads per cell (medians), and the patched "
+                      "daemon with its defaults." + (f" Seed: {note}" if note else ""), ""] + lines) + "\n"
+
+
 def write(outdir):
     doc = load(outdir)
     plots = plot(doc, outdir)
@@ -118,6 +161,9 @@ def write(outdir):
     md += ["", "Times in seconds (lower is better) unless marked req/s. Ratios are patched/stock of the medians "
            "with a 95% bootstrap confidence interval; \"n.s.\" marks a difference that is not significant "
            "(the interval contains 1).", "", "## Summary", "", summary_table(doc), ""]
+    st = spread_table(doc)
+    if st:
+        md += [st, ""]
     for p in plots:
         md += [f"![{p}]({p})", ""]
     md += ["## Every sample", "", "| flavour | cell | params | n | median | min | max | samples | errors |",

@@ -1,0 +1,161 @@
+#!/usr/bin/env bats
+# Per-registry download concurrency on the patched daemon: configuration,
+# what it learns over an emulated link, and a registry that misbehaves.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+METRICS=127.0.0.1:9323
+REF=10.199.0.1:5000/ab/pull-small:v1
+
+setup_file() {
+	"$AB_ROOT/hack/registry.sh" up >/dev/null
+	# 10 layers of 256 KiB of random bytes, pushed without a daemon.
+	(cd "$AB_ROOT/hack" && /usr/bin/python3 -c '
+import ab.hosts as h
+h.push_random_image("ab/pull-small", "v1", [256 << 10] * 10, seed=42)') >/dev/null
+}
+
+teardown_file() {
+	"$AB_ROOT/hack/registry.sh" down
+}
+
+setup() {
+	load_libs
+}
+
+teardown() {
+	if [ -f "$BATS_TEST_TMPDIR/faultreg.pid" ]; then
+		kill "$(cat "$BATS_TEST_TMPDIR/faultreg.pid")" 2>/dev/null || true
+	fi
+	"$AB_ROOT/hack/daemon.sh" down patched >/dev/null 2>&1 || true
+}
+
+up_patched() { # [extra config json]
+	local cfg=$BATS_TEST_TMPDIR/daemon.json
+	jq -n --argjson extra "${1:-{\}}" --arg m "$METRICS" '{"debug": true, "metrics-addr": $m} + $extra' >"$cfg"
+	"$AB_ROOT/hack/daemon.sh" up patched "${@:2}" --config "$cfg" >"$BATS_TEST_TMPDIR/env"
+	. "$BATS_TEST_TMPDIR/env"
+}
+
+metric() { # name registry: the value of a registry's metric, or nothing
+	in_ns patched curl -fs "http://$METRICS/metrics" |
+		awk -v n="engine_daemon_$1{registry=\"$2\"}" '$1 == n { print $2 }'
+}
+
+state() { # jq filter on the learned state of the registry at 10.199.0.1:5000
+	jq -r ".registries[\"10.199.0.1:5000\"] | $1" /var/lib/moby-ab/patched/data/registry-download-concurrency.json
+}
+
+cold_pull() { # ref
+	docker pull -q "$1" >/dev/null
+	docker rmi -f "$1" >/dev/null
+	docker image prune -af >/dev/null 2>&1 || true
+}
+
+@test "pull: invalid per-registry settings are refused at start, naming the key" {
+	local bad
+	for bad in \
+		'{"default": {"mode": "fixed", "limit": -1}}|limit must be between 1 and 64, got -1' \
+		'{"r.example.com": {"mode": "adaptive", "min": 5, "max": 2}}|min (5) is greater than max (2)' \
+		'{"default": {"mode": "fast"}}|unknown mode "fast"' \
+		'{"https://r.example.com/v2": {"mode": "fixed", "limit": 2}}|not a registry host[:port]' \
+		'{"default": {"mode": "adaptive", "maximum": 4}}|["default"]: json: unknown field "maximum"'; do
+		jq -n --argjson v "${bad%%|*}" '{"registry-download-concurrency": $v}' >"$BATS_TEST_TMPDIR/bad.json"
+		run "$AB_ROOT/bin/dockerd-patched" --validate --config-file "$BATS_TEST_TMPDIR/bad.json"
+		assert_failure
+		assert_output --partial "invalid registry-download-concurrency"
+		assert_output --partial "${bad#*|}"
+	done
+	# and a real start is refused the same way
+	jq -n '{"registry-download-concurrency": {"default": {"mode": "fixed", "limit": 0}}}' >"$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
+	assert_failure
+	assert_output --partial 'invalid registry-download-concurrency["default"]: limit must be between 1 and 64, got 0'
+}
+
+@test "pull: the patched daemon measures the link, and remembers it across a restart" {
+	up_patched
+	"$AB_ROOT/hack/link.sh" up patched --rtt 100ms --rate 100mbit >/dev/null
+	cold_pull "$REF"
+	# what it learned is in data-root, readable, with the link's round trip
+	run state '.rtt_ms'
+	echo "# learned rtt ${output} ms over a 100 ms link" >&3
+	awk -v v="$output" 'BEGIN { exit !(v >= 95 && v <= 115) }'
+	run state '.config'
+	assert_output "adaptive 1-10"
+	limit=$(state '.limit')
+	[ "$limit" -ge 1 ] && [ "$limit" -le 10 ]
+	# and exported as metrics
+	run metric registry_download_limit 10.199.0.1:5000
+	assert_output "$limit"
+	run metric registry_download_bytes_total 10.199.0.1:5000
+	[ "${output%%.*}" -gt 0 ] || [[ "$output" == *e+* ]]
+
+	# restart, keeping data-root: the next pull starts from what was learned
+	"$AB_ROOT/hack/daemon.sh" down patched --keep-data >/dev/null
+	up_patched '{}'
+	"$AB_ROOT/hack/link.sh" up patched --rtt 100ms --rate 100mbit >/dev/null
+	cold_pull "$REF"
+	run grep -c 'msg="Registry download concurrency" config="adaptive 1-10" learned=true' /var/lib/moby-ab/patched/dockerd.log
+	assert_output 1
+}
+
+@test "pull: per-registry limits reload; a bad reload is refused and the old limit stays" {
+	up_patched
+	cold_pull "$REF"
+	jq -n --arg m "$METRICS" '{"debug": true, "metrics-addr": $m,
+		"registry-download-concurrency": {"10.199.0.1:5000": {"mode": "fixed", "limit": 2}}}' >"$BATS_TEST_TMPDIR/good.json"
+	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/good.json"
+	assert_success
+	run metric registry_download_limit 10.199.0.1:5000
+	assert_output 2
+
+	jq '."registry-download-concurrency"["10.199.0.1:5000"] = {"mode": "fixed", "limit": 99}' \
+		"$BATS_TEST_TMPDIR/good.json" >"$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/bad.json"
+	assert_failure
+	assert_output --partial "reload refused"
+	assert_output --partial 'invalid registry-download-concurrency[\"10.199.0.1:5000\"]: limit must be between 1 and 64, got 99'
+	run metric registry_download_limit 10.199.0.1:5000
+	assert_output 2
+	# the fixed limit holds during a pull
+	cold_pull "$REF"
+	run metric registry_download_limit 10.199.0.1:5000
+	assert_output 2
+}
+
+@test "pull: a registry that answers 503 and 429, resets and stalls: the pull retries, the limit backs off, no corrupt blob" {
+	up_patched
+	setsid nsenter --net=/run/netns/ab-reg python3 "$AB_ROOT/hack/faultreg.py" \
+		--listen 10.199.0.1:5001 --upstream http://10.199.0.1:5000 \
+		--faults 503,429,reset,stall,503,reset --stall-seconds 2 --log "$BATS_TEST_TMPDIR/faults.log" \
+		</dev/null >/dev/null 2>&1 &
+	echo $! >"$BATS_TEST_TMPDIR/faultreg.pid"
+	wait_for 10 in_ns patched curl -fs -o /dev/null http://10.199.0.1:5001/v2/
+	local ref=10.199.0.1:5001/ab/pull-small:v1
+	# The containerd store retries 503, 429 and a reset while fetching
+	# some blobs but not a layer whose body breaks mid-copy: then the pull
+	# fails with the network error, as upstream's does, and the next one
+	# completes. Either way nothing partial may be kept.
+	run timeout 300 docker pull -q "$ref"
+	if [ "$status" -ne 0 ]; then
+		echo "# first pull failed: $output" >&3
+		assert_output --regexp 'connection reset|unexpected EOF|EOF|broken pipe'
+		run timeout 300 docker pull -q "$ref"
+	fi
+	assert_success
+	run grep -c '^FAULT' "$BATS_TEST_TMPDIR/faults.log"
+	assert_output 6
+	run metric registry_download_backoffs_total 10.199.0.1:5001
+	[ "${output:-0}" -ge 1 ]
+	# every blob the daemon kept is the blob its digest names
+	mkdir "$BATS_TEST_TMPDIR/img"
+	docker save "$ref" | tar -x -C "$BATS_TEST_TMPDIR/img"
+	local f n=0
+	for f in "$BATS_TEST_TMPDIR"/img/blobs/sha256/*; do
+		[ "$(sha256sum <"$f" | cut -d' ' -f1)" = "$(basename "$f")" ]
+		n=$((n + 1))
+	done
+	[ "$n" -ge 12 ] # index/manifest, config and 10 layers
+}
