@@ -59,6 +59,10 @@ start_memholder() { # name MiB
 	assert_failure
 	assert_output --partial "reload refused"
 	assert_output --partial 'invalid checkpoint-queue-order'
+	echo '{"checkpoint-write-bandwidth": "100KiB"}' >"$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/bad.json"
+	assert_failure
+	assert_output --partial 'invalid checkpoint-write-bandwidth: \"100KiB\": must be 0 (no cap) or at least 1MiB per second'
 	run docker version --format '{{.Server.Version}}'
 	assert_success
 	# A good reload after the bad one applies.
@@ -75,6 +79,34 @@ start_memholder() { # name MiB
 	run grep 'Checkpoint created' /var/lib/moby-ab/patched/dockerd.log
 	assert_success
 	assert_output --regexp 'checkpoint=cp1 .*commit=.*dump=.*queued='
+}
+
+@test "patched: checkpoint-write-bandwidth paces the image writes; the checkpoint restores" {
+	# 8 MiB/s: a 32 MiB memory holder's images (about 33 MiB) need at least
+	# (33 - 1 MiB burst) / 8 = 4 s to be written; without the cap, 0.1 s.
+	up_patched '{"checkpoint-write-bandwidth": "8MiB"}'
+	start_memholder mh 32
+	run docker checkpoint create mh cp1
+	assert_success
+	line=$(grep 'Checkpoint created' /var/lib/moby-ab/patched/dockerd.log | grep 'checkpoint=cp1')
+	echo "# $line" >&3
+	[[ "$line" =~ written=([0-9]+) ]]
+	written=${BASH_REMATCH[1]}
+	[ "$written" -ge $((32 << 20)) ]
+	[[ "$line" =~ write=([0-9.]+)(m?s) ]]
+	write_s=${BASH_REMATCH[1]}
+	[ "${BASH_REMATCH[2]}" = s ] || write_s=0
+	# the token bucket's floor: (written - burst) / rate
+	awk -v w="$write_s" -v n="$written" 'BEGIN { exit !(w >= (n - 1048576) / (8 * 1048576) * 0.98) }'
+	# no scratch left behind, and the checkpoint restores
+	run find /run/moby-ab/patched/exec/checkpoint-scratch -mindepth 1
+	assert_output ""
+	docker start --checkpoint cp1 mh
+	run docker inspect -f '{{.State.Running}}' mh
+	assert_output true
+	# the memory holder keeps verifying its pattern after the restore
+	n=$(docker logs mh 2>&1 | grep -c ' ok$')
+	wait_for 30 bash -c "[ \$(docker logs mh 2>&1 | grep -c ' ok\$') -gt $n ]"
 }
 
 @test "patched: a checkpoint that runs out of space fails cleanly" {

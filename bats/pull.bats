@@ -127,12 +127,7 @@ cold_pull() { # ref
 
 @test "pull: a registry that answers 503 and 429, resets and stalls: the pull retries, the limit backs off, no corrupt blob" {
 	up_patched
-	setsid nsenter --net=/run/netns/ab-reg python3 "$AB_ROOT/hack/faultreg.py" \
-		--listen 10.199.0.1:5001 --upstream http://10.199.0.1:5000 \
-		--faults 503,429,reset,stall,503,reset --stall-seconds 2 --log "$BATS_TEST_TMPDIR/faults.log" \
-		</dev/null >/dev/null 2>&1 &
-	echo $! >"$BATS_TEST_TMPDIR/faultreg.pid"
-	wait_for 10 in_ns patched curl -fs -o /dev/null http://10.199.0.1:5001/v2/
+	start_faultreg 503,429,reset,stall,503,reset
 	local ref=10.199.0.1:5001/ab/pull-small:v1
 	# The containerd store retries 503, 429 and a reset while fetching
 	# some blobs but not a layer whose body breaks mid-copy: then the pull
@@ -158,4 +153,43 @@ cold_pull() { # ref
 		n=$((n + 1))
 	done
 	[ "$n" -ge 12 ] # index/manifest, config and 10 layers
+}
+
+# start_faultreg [faults]: the proxy at 10.199.0.1:5001; its log is faults.log
+start_faultreg() {
+	setsid nsenter --net=/run/netns/ab-reg python3 "$AB_ROOT/hack/faultreg.py" \
+		--listen 10.199.0.1:5001 --upstream http://10.199.0.1:5000 \
+		--faults "${1:-}" --log "$BATS_TEST_TMPDIR/faults.log" </dev/null >/dev/null 2>&1 &
+	echo $! >"$BATS_TEST_TMPDIR/faultreg.pid"
+	wait_for 10 in_ns patched curl -fs -o /dev/null http://10.199.0.1:5001/v2/
+}
+
+stop_faultreg() {
+	local pid
+	pid=$(cat "$BATS_TEST_TMPDIR/faultreg.pid")
+	kill -TERM "$pid"
+	wait_for 10 bash -c "! kill -0 $pid 2>/dev/null"
+	rm -f "$BATS_TEST_TMPDIR/faultreg.pid"
+}
+
+@test "pull: a fixed per-registry limit holds at the registry, on both image stores" {
+	local store snap
+	for store in containerd graphdriver; do
+		snap=true
+		[ "$store" = graphdriver ] && snap=false
+		up_patched "$(jq -n --argjson s "$snap" '{"features": {"containerd-snapshotter": $s},
+			"registry-download-concurrency": {"10.199.0.1:5001": {"mode": "fixed", "limit": 2}}}')"
+		run docker info --format '{{.Driver}}'
+		echo "# $store: storage driver $output" >&3
+		start_faultreg
+		docker pull -q 10.199.0.1:5001/ab/pull-small:v1 >/dev/null
+		run metric registry_download_limit 10.199.0.1:5001
+		assert_output 2
+		stop_faultreg
+		run grep -o 'max_concurrent_blobs=[0-9]*' "$BATS_TEST_TMPDIR/faults.log"
+		echo "# $store: $output" >&3
+		assert_output "max_concurrent_blobs=2"
+		rm -f "$BATS_TEST_TMPDIR/faults.log"
+		"$AB_ROOT/hack/daemon.sh" down patched >/dev/null
+	done
 }

@@ -11,7 +11,8 @@ order; every later request is passed through untouched.
   reset             send the headers and half the body, then reset the connection
   stall             send half the body, wait --stall-seconds, then close
 Each fault is logged as a line "FAULT <kind> <path>"; a summary of the
-requests seen goes to the log when the proxy ends (SIGTERM)."""
+requests seen, with the largest number of blob downloads in flight at once,
+goes to the log when the proxy ends (SIGTERM)."""
 import argparse
 import http.client
 import http.server
@@ -29,6 +30,17 @@ class Plan:
         self.faults = list(faults)
         self.lock = threading.Lock()
         self.seen = {"blob": 0, "other": 0, "faults": 0}
+        self.active = 0
+        self.peak = 0
+
+    def enter(self):
+        with self.lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+
+    def leave(self):
+        with self.lock:
+            self.active -= 1
 
     def next_fault(self):
         with self.lock:
@@ -59,10 +71,15 @@ def make_handler(upstream, plan, stall_s, log):
 
         def _forward(self, body_limit=None, stall=False):
             conn = http.client.HTTPConnection(up.hostname, up.port or 80, timeout=60)
-            hdrs = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
             length = int(self.headers.get("Content-Length") or 0)
             data = self.rfile.read(length) if length else None
-            conn.request(self.command, self.path, body=data, headers=hdrs)
+            # header by header: a client may send several Accept lines
+            conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+            conn.putheader("Host", up.netloc)
+            for k, v in self.headers.items():
+                if k.lower() not in ("host", "connection"):
+                    conn.putheader(k, v)
+            conn.endheaders(data)
             r = conn.getresponse()
             body = r.read()
             self.send_response(r.status)
@@ -97,6 +114,13 @@ def make_handler(upstream, plan, stall_s, log):
             if "/blobs/" not in self.path:
                 plan.seen["other"] += 1
                 return self._forward()
+            plan.enter()
+            try:
+                self._blob()
+            finally:
+                plan.leave()
+
+        def _blob(self):
             fault = plan.next_fault()
             if fault is None:
                 return self._forward()
@@ -146,7 +170,7 @@ def main():
 
     def stop(*_):
         log.write(f"SUMMARY blob_requests={plan.seen['blob']} other_requests={plan.seen['other']} "
-                  f"faults={plan.seen['faults']} unused_faults={len(plan.faults)}\n")
+                  f"faults={plan.seen['faults']} unused_faults={len(plan.faults)} max_concurrent_blobs={plan.peak}\n")
         log.flush()
         threading.Thread(target=srv.shutdown).start()
 

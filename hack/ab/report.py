@@ -144,6 +144,41 @@ def spread_table(doc):
                       "daemon with its defaults." + (f" Seed: {note}" if note else ""), ""] + lines) + "\n"
 
 
+def floor_table(doc):
+    """Checkpoint suites with floor = true: each daemon against runc
+    checkpoint --image-path plus fsync on the same kind of container."""
+    runc = [e for e in doc["results"] if e["flavor"] == "runc"]
+    if not runc:
+        return ""
+    lines = ["## The floor: runc checkpoint --image-path + fsync", "",
+             "| container | runc | stock | patched | patched/runc [95% CI] | stock/runc [95% CI] | "
+             "freeze runc | freeze patched |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in runc:
+        same = [e for e in doc["results"] if cell_key(e) == cell_key(r)]
+        by = {e["flavor"]: e for e in same}
+        rs = stats.summary(r["times_s"])
+
+        def med(f):
+            e = by.get(f)
+            m = stats.summary(e["times_s"]) if e else None
+            return f"{fmt_v(m['median'], 's')} s" if m else "-"
+
+        def ratio(f):
+            e = by.get(f)
+            return fmt_ratio(stats.ratio_ci(e["times_s"], r["times_s"]), True) if e and rs else "-"
+
+        def frz(f):
+            e = by.get(f)
+            v = [x for x in (e or {}).get("freeze_s", []) if x is not None]
+            return f"{fmt_v(stats.summary(v)['median'], 's')} s" if v else "-"
+
+        rmed = f"{fmt_v(rs['median'], 's')} s" if rs else "-"
+        lines.append(f"| {r['container']} | {rmed} | {med('stock')} | {med('patched')} | {ratio('patched')} | "
+                     f"{ratio('stock')} | {frz('runc')} | {frz('patched')} |")
+    return "\n".join(lines) + "\n"
+
+
 def write(outdir):
     doc = load(outdir)
     plots = plot(doc, outdir)
@@ -161,7 +196,7 @@ def write(outdir):
     md += ["", "Times in seconds (lower is better) unless marked req/s. Ratios are patched/stock of the medians "
            "with a 95% bootstrap confidence interval; \"n.s.\" marks a difference that is not significant "
            "(the interval contains 1).", "", "## Summary", "", summary_table(doc), ""]
-    st = spread_table(doc)
+    st = spread_table(doc) or floor_table(doc)
     if st:
         md += [st, ""]
     for p in plots:
@@ -175,6 +210,14 @@ def write(outdir):
         md.append(f"| {e['flavor']} | {cell_name(e, doc['kind'])} | {label(e['params'])} | {s.get('n', 0)} | "
                   f"{fmt_v(s.get('median'), u)} | {fmt_v(s.get('min'), u)} | {fmt_v(s.get('max'), u)} | "
                   f"{', '.join(fmt_v(x, u) for x in v)} | {errs} |")
+    warm = [e for e in doc["results"] if e.get("warmup_s")]
+    if warm:
+        md += ["", "## Warm-up pulls (not in the statistics)", "",
+               "Each variant's first pulls of each image over each link, before the measured ones.", "",
+               "| flavour | cell | params | warm-up times |", "| --- | --- | --- | --- |"]
+        for e in warm:
+            md.append(f"| {e['flavor']} | {cell_name(e, doc['kind'])} | {label(e['params'])} | "
+                      f"{', '.join(fmt_v(x, 's') if x is not None else 'failed' for x in e['warmup_s'])} |")
     restores = [e for e in doc["results"] if e.get("restore_s")]
     if restores:
         md += ["", "## Restores", "", "| flavour | container | restored | restore time (median) | errors |",
@@ -254,7 +297,9 @@ def plot(doc, outdir):
                                  figsize=(sum(max(4, 1.2 * len(c)) for c in groups.values()), 4))
         width = 0.38
         for ax, (unit, cells) in zip(axes[0], groups.items()):
-            for j, f in enumerate(("stock", "patched")):
+            flavours = [f for f in ("stock", "patched", "runc") if any(e["flavor"] == f for e in res)]
+            width = 0.8 / len(flavours)
+            for j, f in enumerate(flavours):
                 meds, lo, hi = [], [], []
                 for c in cells:
                     es = [e for e in res if cell_name(e, kind) == c and e["flavor"] == f]
@@ -262,7 +307,7 @@ def plot(doc, outdir):
                     meds.append(s["median"] if s else 0)
                     lo.append(s["median"] - s["min"] if s else 0)
                     hi.append(s["max"] - s["median"] if s else 0)
-                ax.bar([i + (j - 0.5) * width for i in range(len(cells))], meds, width, yerr=[lo, hi],
+                ax.bar([i + (j - (len(flavours) - 1) / 2) * width for i in range(len(cells))], meds, width, yerr=[lo, hi],
                        capsize=3, label=f)
             ax.set_xticks(range(len(cells)))
             ax.set_xticklabels(cells, rotation=30, ha="right", fontsize=8)

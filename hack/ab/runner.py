@@ -25,6 +25,15 @@ class Results:
                     "daemons": {}, "link": {}, "seed": suite.seed, "results": []}
         self.index = {}
 
+    def warmup(self, key, sample, error):
+        """A warm-up sample: kept apart from the measured ones."""
+        self.add(key)
+        e = self.index[json.dumps(key, sort_keys=True)]
+        e.setdefault("warmup_s", []).append(round(sample, 4) if sample is not None else None)
+        if error:
+            e["errors"].append("warm-up: " + error)
+        self.save()
+
     def add(self, key, sample=None, error=None, **extra):
         """key: dict of the cell's identifying fields."""
         k = json.dumps(key, sort_keys=True)
@@ -173,6 +182,20 @@ class Runner:
             for f in self.daemons:
                 hosts.link_up(f, prof, backend)
             for img in s.images:
+                # Warm-up pulls, untimed by the verdict but kept: what a daemon
+                # that has pulled from this registry before does differently
+                # (the patched daemon learns per registry) shows from the
+                # first measured pull on, and the warm-up times stay visible.
+                for w in range(s.warmup):
+                    for f, params in variants:
+                        d = self.daemons[f]
+                        d.apply(params)
+                        t, err = self.hyperfine_pull(d, refs[img.name])
+                        key = {"flavor": f, "profile": prof.name, "image": img.name, "params": params,
+                               "scenario": None, "container": None}
+                        self.results.warmup(key, t, err)
+                        sys.stderr.write(f"    warm-up pull {prof.name}/{img.name} {f} {params_label(params)}: "
+                                         + (f"{t:.2f}s\n" if t is not None else f"FAILED {err}\n"))
                 for rep in range(s.repetitions):
                     for f, params in interleave(variants, rep):
                         d = self.daemons[f]
@@ -245,6 +268,43 @@ class Runner:
             return None, (p.stderr.strip().splitlines() or ["failed"])[-1][:300]
         return t, None
 
+    RUNC = os.path.join(os.environ.get("AB_PREFIX", "/opt/moby-ab"), "bin", "runc")
+
+    def floor(self, d, c, rep):
+        """The floor under a daemon's checkpoint: runc checkpoint --image-path
+        on a container of the same kind, into a directory on the daemon's
+        data disk, plus fsync of every file and the directory (what makes the
+        daemon's checkpoint durable). Returns (seconds, freeze, error)."""
+        name = f"abcp-{c.name}-floor"
+        imgdir = os.path.join(f"/var/lib/moby-ab/{d.flavour}", f"floor-{c.name}-{rep}")
+        try:
+            self.start_container(d, c, name)
+            cid = d.docker("inspect", "-f", "{{.Id}}", name).stdout.strip()
+            root = f"/run/moby-ab/{d.flavour}/exec/runtime-runc/moby"
+            os.makedirs(imgdir)
+            cmd = [self.RUNC, "--root", root, "checkpoint", "--image-path", imgdir]
+            if self.s.leave_running:
+                cmd.append("--leave-running")
+            t0 = time.monotonic()
+            p = hosts.sh(*cmd, cid, check=False)
+            if p.returncode == 0:
+                for dirpath, _, files in os.walk(imgdir):
+                    for fn in files:
+                        fd = os.open(os.path.join(dirpath, fn), os.O_RDONLY)
+                        os.fsync(fd)
+                        os.close(fd)
+                    fd = os.open(dirpath, os.O_RDONLY)
+                    os.fsync(fd)
+                    os.close(fd)
+            t = time.monotonic() - t0
+            if p.returncode != 0:
+                return None, None, (p.stderr.strip().splitlines() or ["runc checkpoint failed"])[-1][:300]
+            fr = self.freeze(d, name) if self.s.leave_running and c.memory else None
+            return t, fr, None
+        finally:
+            self.cleanup(d, [name])
+            shutil.rmtree(imgdir, ignore_errors=True)
+
     def cleanup(self, d, names):
         if names:
             d.docker("rm", "-f", *names, check=False)
@@ -254,6 +314,9 @@ class Runner:
         n = len(s.containers)
         per = {"alone": n, "together": 1, "incremental": n}
         prog = Progress(sum(per[x] for x in s.scenarios) * s.repetitions * len(self.daemons))
+        # runc's floor is measured in the patched daemon's test host (the
+        # stock one's when there is no patched flavour).
+        floor_host = "patched" if "patched" in self.daemons else next(iter(self.daemons))
         for rep in range(s.repetitions):
             for scen in s.scenarios:
                 for f, _ in interleave([(f, None) for f in self.daemons], rep):
@@ -282,6 +345,13 @@ class Runner:
                                     if rerr:
                                         extra["restore_error"] = rerr
                                 self.results.add(key, t, err, **extra)
+                            if s.floor and scen == "alone" and f == floor_host:
+                                for c in group:
+                                    ft, fr, ferr = self.floor(d, c, rep)
+                                    key = {"flavor": "runc", "profile": None, "image": c.image or "ab/memholder",
+                                           "params": None, "scenario": scen, "container": c.name}
+                                    extra = {"freeze_s": fr} if s.leave_running and c.memory else {}
+                                    self.results.add(key, ft, ferr, **extra)
                             label = "+".join(c.name for c in group)
                             prog.step(f"checkpoint {scen} {label} {f} rep {rep + 1}: "
                                       + ", ".join(f"{t:.2f}s" if t is not None else "FAILED" for t, _ in res))

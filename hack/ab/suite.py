@@ -75,6 +75,8 @@ class Suite:
     restore: bool = False
     link_backend: str = "auto"
     seed: dict = field(default_factory=dict)  # published numbers, for the report
+    warmup: int = 0  # pull: untimed pulls per variant before each cell's repetitions
+    floor: bool = False  # checkpoint: also time runc checkpoint --image-path + fsync
 
 
 class _Lines:
@@ -155,7 +157,7 @@ class _Validator:
 
     def suite(self, d):
         top = ("name", "kind", "repetitions", "description", "profile", "image", "flavor",
-               "scenarios", "container", "workloads", "leave_running", "restore", "link_backend", "seed")
+               "scenarios", "container", "workloads", "leave_running", "restore", "link_backend", "seed", "warmup", "floor")
         self.keys(d, (), top, required=("name", "kind"))
         kind = d["kind"]
         if kind not in KINDS:
@@ -166,6 +168,13 @@ class _Validator:
         s = Suite(path=self.path, name=self.typed(d["name"], str, ("name",), "a string"), kind=kind,
                   repetitions=reps, description=d.get("description", ""))
         s.seed = self.typed(d.get("seed", {}), dict, ("seed",), "a table")
+        s.warmup = self.typed(d.get("warmup", 0), int, ("warmup",), "an integer >= 0")
+        if s.warmup < 0:
+            self.fail(("warmup",), "warmup: want an integer >= 0")
+        if d.get("floor") and kind != "checkpoint":
+            self.fail(("floor",), "floor: only checkpoint suites have the runc floor")
+        if s.warmup and kind != "pull":
+            self.fail(("warmup",), "warmup: only pull suites have warm-up pulls")
         s.link_backend = d.get("link_backend", "auto")
         if s.link_backend not in ("auto", "tun", "netem"):
             self.fail(("link_backend",), f"link_backend: '{s.link_backend}' is not auto, tun or netem")
@@ -185,6 +194,7 @@ class _Validator:
             self.unique(s.containers, "container")
             s.leave_running = self.typed(d.get("leave_running", False), bool, ("leave_running",), "true or false")
             s.restore = self.typed(d.get("restore", False), bool, ("restore",), "true or false")
+            s.floor = self.typed(d.get("floor", False), bool, ("floor",), "true or false")
         elif kind == "overhead":
             wl = self.typed(d.get("workloads", list(WORKLOADS)), list, ("workloads",), "a list")
             for x in wl:

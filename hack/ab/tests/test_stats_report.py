@@ -43,7 +43,8 @@ class ReportTest(unittest.TestCase):
         doc = {"suite": "t", "kind": "pull", "repetitions": 3, "started": "x", "finished": "y",
                "machine": {"cpu": "c", "cpus": 2, "memory_gib": 1, "kernel": "k"},
                "daemons": {"stock": {"version": "29.7.1"}, "patched": {"version": "29.7.1+ab.x"}},
-               "link": {"backend": "tun"}, "seed": {}, "results": []}
+               "link": {"backend": "tun"}, "seed": {"best_vs_worst_pct": {"far": {"small": 189.91}}},
+               "results": []}
         for mcd, ts in ((1, [4.0, 4.1, 4.2]), (3, [3.0, 3.1, 3.2]), (7, [2.5, 2.6, 2.4])):
             doc["results"].append({"flavor": "stock", "profile": "far", "image": "small",
                                    "params": {"max-concurrent-downloads": mcd}, "scenario": None,
@@ -62,6 +63,22 @@ class ReportTest(unittest.TestCase):
         self.assertAlmostEqual(row["vs_default"]["ratio"], 2.5 / 3.1, places=3)
         self.assertIn("| far / small |", md)
         self.assertIn("2.450, 2.500, 2.550".replace("2.450, 2.500, 2.550", "2.500, 2.450, 2.550"), md)
+        # Table 1: best c=7, worst c=1, (4.1 - 2.5) / 2.5 = 64%, the seed's number beside it
+        self.assertIn("| far | small | 2.500 s (c=7) | 4.100 s (c=1) | 64% | 189.91% |", md)
+
+    def test_floor_table(self):
+        doc = {"suite": "t", "kind": "checkpoint", "repetitions": 3, "started": "x", "finished": "y",
+               "machine": {}, "daemons": {"stock": {"version": "a"}, "patched": {"version": "b"}},
+               "seed": {}, "results": []}
+        for f, ts in (("stock", [20.0, 21.0, 22.0]), ("patched", [1.0, 1.1, 1.2]), ("runc", [0.8, 0.9, 1.0])):
+            doc["results"].append({"flavor": f, "profile": None, "image": "ab/memholder", "params": None,
+                                   "scenario": "alone", "container": "512MiB", "times_s": ts, "errors": []})
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "results.json"), "w") as f:
+                json.dump(doc, f)
+            report.write(d)
+            md = open(os.path.join(d, "report.md")).read()
+        self.assertIn("| 512MiB | 0.900 s | 21.000 s | 1.100 s | 1.22", md)
 
 
 if __name__ == "__main__":

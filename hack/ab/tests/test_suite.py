@@ -61,6 +61,14 @@ class SuiteTest(unittest.TestCase):
         msg = self.error(GOOD.replace('"512KiB"', '"512kb"'))
         self.assertIn("bad size '512kb'", msg)
 
+    def test_warmup(self):
+        self.assertEqual(load(GOOD.replace("repetitions = 2", "repetitions = 2\nwarmup = 1")).warmup, 1)
+        self.assertEqual(load(GOOD).warmup, 0)
+        msg = self.error(GOOD.replace("repetitions = 2", "repetitions = 2\nwarmup = -1"))
+        self.assertRegex(msg, r":5: warmup: want an integer >= 0")
+        ck = GOOD.replace('kind = "pull"', 'kind = "checkpoint"').replace("repetitions = 2", "repetitions = 2\nwarmup = 1")
+        self.assertIn("warmup: only pull suites", self.error(ck))
+
     def test_missing_section(self):
         text = GOOD[:GOOD.index("[[image]]")] + GOOD[GOOD.index("[flavor.stock]"):]
         self.assertIn("needs at least one [[image]]", self.error(text))
