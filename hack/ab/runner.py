@@ -286,7 +286,9 @@ class Runner:
             if self.s.leave_running:
                 cmd.append("--leave-running")
             t0 = time.monotonic()
-            p = hosts.sh(*cmd, cid, check=False)
+            # runc finds criu on PATH: the one the daemons use
+            path = os.path.dirname(self.RUNC) + os.pathsep + os.environ.get("PATH", "")
+            p = hosts.sh(*cmd, cid, env={"PATH": path}, check=False)
             if p.returncode == 0:
                 for dirpath, _, files in os.walk(imgdir):
                     for fn in files:
