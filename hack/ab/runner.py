@@ -8,6 +8,7 @@ import os
 import platform
 import re
 import shutil
+import shlex
 import signal
 import sys
 import tempfile
@@ -363,7 +364,7 @@ class Runner:
     # --- overhead -------------------------------------------------------
     def run_overhead(self):
         s = self.s
-        steps = {"run": 1, "cpu": 2, "http": 2}
+        steps = {"run": 1, "cpu": 2, "http": 2, "files": 2}
         prog = Progress(sum(steps[w] for w in s.workloads) * s.repetitions * len(self.daemons))
         for rep in range(s.repetitions):
             for f, _ in interleave([(f, None) for f in self.daemons], rep):
@@ -405,6 +406,31 @@ class Runner:
         self.results.add({"flavor": d.flavour, "profile": None, "image": "ab/busybox", "params": d.config,
                           "scenario": "cpu", "container": "container"}, t, err)
         prog.step(f"overhead cpu container {d.flavour} rep {rep + 1}: {t:.2f}s" if t else "cpu container FAILED")
+
+    # Small files (seeds 002, 003): one process writes 2000 files of 4 KiB,
+    # syncs, and reads them all back; one process each, so that the time is
+    # file operations, not process start-up.
+    FILES = ("mkdir -p {dir} && cd {dir} && "
+             "busybox awk 'BEGIN {{ for (i = 0; i < 2000; i++) {{ f = \"f\" i; printf \"%4096s\", \"\" > f; close(f) }} }}' && "
+             "sync && busybox cat f* >/dev/null && cd / && rm -rf {dir}")
+
+    def overhead_files(self, d, rep, prog):
+        # natively, on the disk that holds the daemon's data-root
+        native = f"/var/lib/moby-ab/{d.flavour}/abov-files"
+        t, err = self.hyperfine(d.env, "busybox sh -c " + shlex.quote(self.FILES.format(dir=native)))
+        self.results.add({"flavor": d.flavour, "profile": None, "image": None, "params": d.config,
+                          "scenario": "files", "container": "native"}, t, err)
+        prog.step(f"overhead files native ({d.flavour} host) rep {rep + 1}: {t:.2f}s" if t else f"files native FAILED {err}")
+        # in a container: its writable layer (overlay on the same disk)
+        name = "abov-files"
+        d.docker("run", "-d", "--name", name, "ab/busybox", "sleep", "3600")
+        try:
+            t, err = self.hyperfine(d.env, f"docker exec {name} sh -c " + shlex.quote(self.FILES.format(dir="/work")))
+        finally:
+            d.docker("rm", "-f", name, check=False)
+        self.results.add({"flavor": d.flavour, "profile": None, "image": "ab/busybox", "params": d.config,
+                          "scenario": "files", "container": "container"}, t, err)
+        prog.step(f"overhead files container {d.flavour} rep {rep + 1}: {t:.2f}s" if t else f"files container FAILED {err}")
 
     def overhead_http(self, d, rep, prog):
         if rep == 0:

@@ -11,7 +11,7 @@ from . import units
 KINDS = ("pull", "checkpoint", "overhead")
 FLAVOURS = ("stock", "patched")
 SCENARIOS = ("alone", "together", "incremental")
-WORKLOADS = ("run", "cpu", "http")
+WORKLOADS = ("run", "cpu", "http", "files")
 
 
 class SuiteError(Exception):
