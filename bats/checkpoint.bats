@@ -152,3 +152,22 @@ start_memholder() { # name MiB
 		ls /var/lib/moby-ab/patched/data/containers/*/checkpoints/cp1/inventory.img
 	fi
 }
+
+@test "patched: checkpoint and restore on the graphdriver image store (overlay2)" {
+	up_patched '{"features": {"containerd-snapshotter": false}}'
+	run docker info --format '{{.Driver}}'
+	assert_output overlay2
+	start_memholder mh 16
+	run docker checkpoint create mh cp1
+	assert_success
+	before=$(docker logs mh 2>&1 | sed -n 's/.* count=\([0-9]*\) .*/\1/p' | tail -1)
+	nlines=$(docker logs mh 2>&1 | wc -l)
+	run docker start --checkpoint cp1 mh
+	assert_success
+	wait_for 30 bash -c "[ \$(docker logs mh 2>&1 | wc -l) -gt $nlines ]"
+	# the count continues from before the checkpoint, and memory verifies
+	first=$(docker logs mh 2>&1 | tail -n +"$((nlines + 1))" | sed -n 's/.* count=\([0-9]*\) .*/\1/p' | head -1)
+	[ "$first" -gt "$before" ]
+	run docker logs mh
+	refute_output --partial CORRUPT
+}
