@@ -9,6 +9,10 @@ import tempfile
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HACK = os.path.join(ROOT, "hack")
 REGISTRY = "10.199.0.1:5000"
+# where hack/lib.sh keeps the test hosts' state (AB_RUN, AB_VAR, AB_PREFIX there)
+AB_RUN = os.environ.get("AB_RUN", "/run/moby-ab")
+AB_VAR = os.environ.get("AB_VAR", "/var/lib/moby-ab")
+AB_PREFIX = os.environ.get("AB_PREFIX", "/opt/moby-ab")
 
 
 class HostError(Exception):
@@ -71,6 +75,14 @@ class Daemon:
 
     def netns(self):
         return f"/run/netns/ab-{self.flavour}"
+
+    def vardir(self):
+        """The flavour's directory on the data-root's disk."""
+        return os.path.join(AB_VAR, self.flavour)
+
+    def runc_root(self):
+        """runc's state directory for the daemon's containers."""
+        return os.path.join(AB_RUN, self.flavour, "exec", "runtime-runc", "moby")
 
 
 def registry_up():

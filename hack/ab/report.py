@@ -52,18 +52,20 @@ def comparisons(doc):
         pv, unit, lower = values(p)
         default = [e for e in sto if (e["params"] or {}).get("max-concurrent-downloads", DEFAULT_MCD) == DEFAULT_MCD
                    and len([k for k in (e["params"] or {}) if k != "max-concurrent-downloads"]) == 0] or sto[:1]
-        row = {"cell": cell_name(p, doc["kind"]), "unit": unit, "lower_is_better": lower,
+        row = {"cell": cell_name(p, doc["kind"]), "key": key, "unit": unit, "lower_is_better": lower,
                "patched": stats.summary(pv), "vs_default": None, "vs_best": None}
         d = default[0]
-        row["stock_default"] = {"params": label(d["params"]), **(stats.summary(values(d)[0]) or {})}
+        row["stock_default"] = {"params": label(d["params"]), "entry": d, **(stats.summary(values(d)[0]) or {})}
         row["vs_default"] = stats.ratio_ci(pv, values(d)[0])
         if len(sto) > 1:
             scored = [(stats.summary(values(e)[0]), e) for e in sto]
             scored = [(s, e) for s, e in scored if s]
             if scored:
                 s, best = (min if lower else max)(scored, key=lambda x: x[0]["median"])
-                row["stock_best"] = {"params": label(best["params"]), **s}
+                row["stock_best"] = {"params": label(best["params"]), "entry": best, **s}
                 row["vs_best"] = stats.ratio_ci(pv, values(best)[0])
+                s, worst = (max if lower else min)(scored, key=lambda x: x[0]["median"])
+                row["stock_worst"] = {"params": label(worst["params"]), "entry": worst, **s}
         out.append(row)
     return out
 
@@ -108,35 +110,25 @@ def spread_table(doc):
     if doc["kind"] != "pull":
         return ""
     seed = (doc.get("seed") or {}).get("best_vs_worst_pct") or {}
-    cells = {}
-    for e in doc["results"]:
-        cells.setdefault((e["profile"], e["image"]), []).append(e)
     lines = ["| link | image | stock best | stock worst | worst vs best | seed: worst vs best | "
              "patched | patched/best [95% CI] | patched/default 3 [95% CI] |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    rows = 0
-    for (prof, img), es in cells.items():
-        sto = [(stats.summary(e["times_s"]), e) for e in es if e["flavor"] == "stock"]
-        sto = [(s, e) for s, e in sto if s]
-        pat = [e for e in es if e["flavor"] == "patched"]
-        if len(sto) < 2:
+    mcd = lambda e: (e["params"] or {}).get("max-concurrent-downloads", DEFAULT_MCD)
+    for r in comparisons(doc):
+        b, w, ps = r.get("stock_best"), r.get("stock_worst"), r["patched"]
+        if not b:
             continue
-        mcd = lambda e: (e["params"] or {}).get("max-concurrent-downloads", DEFAULT_MCD)
-        bs, be = min(sto, key=lambda x: x[0]["median"])
-        ws, we = max(sto, key=lambda x: x[0]["median"])
-        dflt = [e for s, e in sto if mcd(e) == DEFAULT_MCD]
-        pv = pat[0]["times_s"] if pat else []
-        ps = stats.summary(pv)
+        prof, img = r["key"][0], r["key"][1]
         sp = seed.get(prof, {}).get(img) if isinstance(seed.get(prof), dict) else None
+        dflt = mcd(r["stock_default"]["entry"]) == DEFAULT_MCD
         lines.append("| {} | {} | {} s (c={}) | {} s (c={}) | {:.0f}% | {} | {} | {} | {} |".format(
-            prof, img, fmt_v(bs["median"], "s"), mcd(be), fmt_v(ws["median"], "s"), mcd(we),
-            100 * (ws["median"] - bs["median"]) / bs["median"],
+            prof, img, fmt_v(b["median"], "s"), mcd(b["entry"]), fmt_v(w["median"], "s"), mcd(w["entry"]),
+            100 * (w["median"] - b["median"]) / b["median"],
             f"{sp:.2f}%" if isinstance(sp, (int, float)) else "-",
             f"{fmt_v(ps['median'], 's')} s" if ps else "-",
-            fmt_ratio(stats.ratio_ci(pv, be["times_s"]), True) if ps else "-",
-            fmt_ratio(stats.ratio_ci(pv, dflt[0]["times_s"]), True) if ps and dflt else "-"))
-        rows += 1
-    if not rows:
+            fmt_ratio(r["vs_best"], True) if ps else "-",
+            fmt_ratio(r["vs_default"], True) if ps and dflt else "-"))
+    if len(lines) == 2:
         return ""
     note = seed.get("note", "")
     return "\n".join(["## Best vs worst concurrency (seed 000, Table 1)", "",
@@ -295,7 +287,6 @@ def plot(doc, outdir):
                 cells.append(c)
         fig, axes = plt.subplots(1, len(groups), squeeze=False,
                                  figsize=(sum(max(4, 1.2 * len(c)) for c in groups.values()), 4))
-        width = 0.38
         for ax, (unit, cells) in zip(axes[0], groups.items()):
             flavours = [f for f in ("stock", "patched", "runc") if any(e["flavor"] == f for e in res)]
             width = 0.8 / len(flavours)

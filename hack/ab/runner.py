@@ -26,15 +26,6 @@ class Results:
                     "daemons": {}, "link": {}, "seed": suite.seed, "results": []}
         self.index = {}
 
-    def warmup(self, key, sample, error):
-        """A warm-up sample: kept apart from the measured ones."""
-        self.add(key)
-        e = self.index[json.dumps(key, sort_keys=True)]
-        e.setdefault("warmup_s", []).append(round(sample, 4) if sample is not None else None)
-        if error:
-            e["errors"].append("warm-up: " + error)
-        self.save()
-
     def add(self, key, sample=None, error=None, **extra):
         """key: dict of the cell's identifying fields."""
         k = json.dumps(key, sort_keys=True)
@@ -189,24 +180,26 @@ class Runner:
                 # first measured pull on, and the warm-up times stay visible.
                 for w in range(s.warmup):
                     for f, params in variants:
-                        d = self.daemons[f]
-                        d.apply(params)
-                        t, err = self.hyperfine_pull(d, refs[img.name])
-                        key = {"flavor": f, "profile": prof.name, "image": img.name, "params": params,
-                               "scenario": None, "container": None}
-                        self.results.warmup(key, t, err)
+                        key, t, err = self.pull(f, params, prof, img, refs[img.name])
+                        self.results.add(key, None, f"warm-up: {err}" if err else None,
+                                         warmup_s=round(t, 4) if t is not None else None)
                         sys.stderr.write(f"    warm-up pull {prof.name}/{img.name} {f} {params_label(params)}: "
                                          + (f"{t:.2f}s\n" if t is not None else f"FAILED {err}\n"))
                 for rep in range(s.repetitions):
                     for f, params in interleave(variants, rep):
-                        d = self.daemons[f]
-                        d.apply(params)
-                        t, err = self.hyperfine_pull(d, refs[img.name])
-                        key = {"flavor": f, "profile": prof.name, "image": img.name, "params": params,
-                               "scenario": None, "container": None}
+                        key, t, err = self.pull(f, params, prof, img, refs[img.name])
                         self.results.add(key, t, err)
                         prog.step(f"pull {prof.name}/{img.name} {f} {params_label(params)} rep {rep + 1}: "
                                   + (f"{t:.2f}s" if t is not None else f"FAILED {err}"))
+
+    def pull(self, f, params, prof, img, ref):
+        """One cold pull of ref by flavour f with params: (cell key, seconds, error)."""
+        d = self.daemons[f]
+        d.apply(params)
+        t, err = self.hyperfine_pull(d, ref)
+        key = {"flavor": f, "profile": prof.name, "image": img.name, "params": params,
+               "scenario": None, "container": None}
+        return key, t, err
 
     def hyperfine_pull(self, d, ref):
         out = os.path.join(self.tmp, "hf.json")
@@ -269,7 +262,7 @@ class Runner:
             return None, (p.stderr.strip().splitlines() or ["failed"])[-1][:300]
         return t, None
 
-    RUNC = os.path.join(os.environ.get("AB_PREFIX", "/opt/moby-ab"), "bin", "runc")
+    RUNC = os.path.join(hosts.AB_PREFIX, "bin", "runc")
 
     def floor(self, d, c, rep):
         """The floor under a daemon's checkpoint: runc checkpoint --image-path
@@ -277,13 +270,12 @@ class Runner:
         data disk, plus fsync of every file and the directory (what makes the
         daemon's checkpoint durable). Returns (seconds, freeze, error)."""
         name = f"abcp-{c.name}-floor"
-        imgdir = os.path.join(f"/var/lib/moby-ab/{d.flavour}", f"floor-{c.name}-{rep}")
+        imgdir = os.path.join(d.vardir(), f"floor-{c.name}-{rep}")
         try:
             self.start_container(d, c, name)
             cid = d.docker("inspect", "-f", "{{.Id}}", name).stdout.strip()
-            root = f"/run/moby-ab/{d.flavour}/exec/runtime-runc/moby"
             os.makedirs(imgdir)
-            cmd = [self.RUNC, "--root", root, "checkpoint", "--image-path", imgdir]
+            cmd = [self.RUNC, "--root", d.runc_root(), "checkpoint", "--image-path", imgdir]
             if self.s.leave_running:
                 cmd.append("--leave-running")
             t0 = time.monotonic()
@@ -416,7 +408,7 @@ class Runner:
 
     def overhead_files(self, d, rep, prog):
         # natively, on the disk that holds the daemon's data-root
-        native = f"/var/lib/moby-ab/{d.flavour}/abov-files"
+        native = os.path.join(d.vardir(), "abov-files")
         t, err = self.hyperfine(d.env, "busybox sh -c " + shlex.quote(self.FILES.format(dir=native)))
         self.results.add({"flavor": d.flavour, "profile": None, "image": None, "params": d.config,
                           "scenario": "files", "container": "native"}, t, err)
