@@ -60,3 +60,17 @@ teardown() {
 	assert_failure
 	assert_output --partial "stock is already running"
 }
+
+@test "daemon.sh: down stops a daemon whose binary was rebuilt while it ran" {
+	"$AB_ROOT/hack/daemon.sh" up stock >/dev/null
+	pid=$(cat /run/moby-ab/stock/dockerd.pid)
+	# a rebuild puts a new file in place; the running daemon's is "(deleted)"
+	cp "$AB_ROOT/bin/dockerd-stock" "$BATS_TEST_TMPDIR/dockerd"
+	mv "$BATS_TEST_TMPDIR/dockerd" "$AB_ROOT/bin/dockerd-stock"
+	run readlink "/proc/$pid/exe"
+	assert_output --partial "(deleted)"
+	run "$AB_ROOT/hack/daemon.sh" status stock
+	assert_output --partial "running (pid $pid"
+	"$AB_ROOT/hack/daemon.sh" down stock
+	wait_for 10 bash -c "! kill -0 $pid 2>/dev/null"
+}

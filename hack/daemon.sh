@@ -44,7 +44,7 @@ running_pid() { # prints the pid of this flavour's dockerd if it runs
 	[ -f "$PIDFILE" ] || return 1
 	pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
 	[ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
-	[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$DOCKERD" ] || return 1
+	[ "$(pid_exe "$pid")" = "$DOCKERD" ] || return 1
 	echo "$pid"
 }
 
@@ -187,7 +187,7 @@ cmd_down() {
 	# A dockerd-managed containerd outlives a killed dockerd: stop it by its pidfile.
 	if [ -f "$EXECROOT/containerd/containerd.pid" ]; then
 		pid=$(cat "$EXECROOT/containerd/containerd.pid")
-		if [ -n "$pid" ] && [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)")" = containerd ]; then
+		if [ -n "$pid" ] && [ "$(basename "$(pid_exe "$pid")")" = containerd ]; then
 			kill -TERM "$pid" 2>/dev/null || true
 			for _ in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.2; done
 			kill -KILL "$pid" 2>/dev/null || true

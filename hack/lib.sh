@@ -55,6 +55,14 @@ flavour_index() {
 flavour_ns() { echo "ab-$1"; }
 
 # PATH for daemons: the project's binaries, then the pinned runtime stack.
+# pid_exe PID: the program PID runs. A program replaced on disk since it
+# started (a rebuild) still counts as itself: the kernel marks it "(deleted)".
+pid_exe() {
+	local exe
+	exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
+	echo "${exe% (deleted)}"
+}
+
 ab_path() { echo "$AB_ROOT/bin:$AB_PREFIX/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"; }
 
 ns_exists() { [ -e "/run/netns/$1" ]; }

@@ -127,7 +127,7 @@ cmd_down() {
 		;;
 	tun)
 		pid=$(cat "$AB_RUN/link-$f.pid" 2>/dev/null || true)
-		if [ -n "$pid" ] && [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$LINKEMU" ]; then
+		if [ -n "$pid" ] && [ "$(pid_exe "$pid")" = "$LINKEMU" ]; then
 			kill -TERM "$pid"
 			for _ in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
 		fi

@@ -18,7 +18,7 @@ BIN=${AB_REGISTRY_BIN:-/usr/bin/docker-registry}
 running_pid() {
 	local pid
 	pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
-	[ -n "$pid" ] && [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$BIN")" ] || return 1
+	[ -n "$pid" ] && [ "$(pid_exe "$pid")" = "$(readlink -f "$BIN")" ] || return 1
 	echo "$pid"
 }
 
