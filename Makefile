@@ -21,7 +21,7 @@ help:
 	@sed -n 's/^#   //p' Makefile
 	@echo
 	@echo 'Other targets: deps build build-stock build-patched images patches-apply'
-	@echo '  patches-export patches-check test-unit test-bats test-harness test-integration clean'
+	@echo '  patches-export patches-check test-unit test-zns test-bats test-harness test-integration clean'
 
 # make ab [SUITE=name-or-path] [RESULTS=dir]: run an A/B suite (hyperfine-suites/)
 .PHONY: ab
@@ -52,10 +52,13 @@ patches-export:
 patches-check:
 	hack/patches.sh check
 
-.PHONY: test test-unit test-bats test-harness test-integration
-test: test-unit test-harness test-bats test-integration
+.PHONY: test test-unit test-bats test-harness test-integration test-zns
+test: test-unit test-harness test-zns test-bats test-integration
 test-unit:
 	hack/test-unit.sh
+# The zoned checkpoint store against a real kernel's zoned block device (QEMU).
+test-zns:
+	hack/test-zns.sh
 test-harness:
 	PYTHON=$(PYTHON) hack/test-harness.sh
 test-bats: build

@@ -38,6 +38,8 @@ APT_PACKAGES=(
 	libprotobuf-c-dev libnl-3-dev libnet1-dev libcap-dev libbsd-dev protobuf-c-compiler
 	protobuf-compiler libprotobuf-dev python3-protobuf libnftables-dev uuid-dev libgnutls28-dev
 	libaio-dev
+	# zoned-device tests (QEMU)
+	qemu-system-x86
 )
 
 CHECK=0
@@ -192,6 +194,18 @@ check_docker_cli() {
 	step "docker CLI" "installed $BIN/docker"
 }
 
+# The guest kernel of hack/zns-vm.sh (Debian's, from the package mirror).
+install_zns_kernel() {
+	local have
+	if have=$(AB_CACHE=$AB_CACHE "$AB_ROOT/hack/zns-vm.sh" fetch --check 2>/dev/null); then
+		step "zns guest kernel" "ok ($have)"
+		return
+	fi
+	need "zns guest kernel" || return 0
+	have=$(AB_CACHE=$AB_CACHE "$AB_ROOT/hack/zns-vm.sh" fetch) || die "zns guest kernel: fetch failed"
+	step "zns guest kernel" "installed ($have)"
+}
+
 mkdir -p "$AB_CACHE"
 [ "$CHECK" = 1 ] || mkdir -p "$BIN"
 [ "$(id -u)" = 0 ] || die "hack/install-deps.sh needs root"
@@ -201,6 +215,7 @@ install_runc
 install_criu
 install_tini
 check_docker_cli
+install_zns_kernel
 
 if [ "$CHECK" = 1 ]; then
 	[ "$missing" = 0 ] || die "some components are missing: run hack/install-deps.sh"

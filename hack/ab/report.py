@@ -3,7 +3,7 @@ the JSON; nothing is scraped from command output."""
 import json
 import os
 
-from . import stats
+from . import stats, units, zns
 
 DEFAULT_MCD = 3  # dockerd's default max-concurrent-downloads
 
@@ -88,6 +88,8 @@ def fmt_v(x, unit):
 
 
 def summary_table(doc):
+    if doc["kind"] == "zns":
+        return zns_table(doc)
     rows = comparisons(doc)
     lines = ["| cell | stock default | patched | patched/stock default [95% CI] | stock best | patched/best |",
              "| --- | --- | --- | --- | --- | --- |"]
@@ -173,6 +175,8 @@ def floor_table(doc):
 
 def write(outdir):
     doc = load(outdir)
+    if doc["kind"] == "zns":
+        return write_zns(outdir, doc)
     plots = plot(doc, outdir)
     m = doc["machine"]
     md = [f"# {doc['suite']} ({doc['kind']})", ""]
@@ -311,5 +315,149 @@ def plot(doc, outdir):
         name = f"{kind}.png"
         fig.savefig(os.path.join(outdir, name), dpi=120)
         out.append(name)
+    plt.close("all")
+    return out
+
+
+# --- zns: placement replays ---------------------------------------------
+
+def zns_table(doc):
+    """One row per placement policy."""
+    lines = ["| policy | " + " | ".join(c for c, _ in zns.ROWS) + " |",
+             "| --- |" + " --- |" * len(zns.ROWS)]
+    for e in doc["results"]:
+        lines.append(f"| {e['policy']} | " + " | ".join(fn(e["metrics"]) for _, fn in zns.ROWS) + " |")
+    return "\n".join(lines)
+
+
+def write_zns(outdir, doc):
+    plots = plot_zns(doc, outdir)
+    m, t, pl = doc["machine"], doc.get("trace", {}), doc.get("placement", {})
+    g = zns.Geometry(**doc["geometry"]) if doc.get("geometry") else None
+    src = (f"`{t['file']}`" if t.get("file") else
+           "generated: " + ", ".join(f"{k} = {v}" for k, v in (t.get("generated") or {}).items()))
+    md = [f"# {doc['suite']} ({doc['kind']})", ""]
+    if doc.get("description"):
+        md += [doc["description"], ""]
+    md += [f"- suite file: `{doc.get('suite_file')}`, a deterministic replay (no daemons), "
+           f"started {doc['started']}, finished {doc.get('finished') or '-'}"
+           + (" **(interrupted: partial results)**" if doc.get("interrupted") else ""),
+           f"- machine: {m.get('cpu')}, {m.get('cpus')} CPUs, {m.get('memory_gib')} GiB, kernel {m.get('kernel')}",
+           f"- trace: {src}; {t.get('creates', 0)} creates and {t.get('deletes', 0)} deletes of "
+           f"{', '.join(t.get('containers', []))} over {t.get('duration_s', 0):g} s, "
+           f"{zns.gib(t.get('bytes', 0))} in all; replayed from `{t.get('csv')}` (sha256 {t.get('sha256', '')[:16]}...)",
+           f"- device: {g.describe() if g else '-'}",
+           f"- placement: concurrent images interleaved in {units.human_size(pl.get('chunk', 0))} chunks; "
+           f"the shared log keeps {pl.get('gc_reserve')} empty zones for its collector",
+           "", "## Summary", "", zns_table(doc), "",
+           "Host written: block-padded bytes of the images (and of the failed images' partial writes). "
+           "Relocated: live bytes the shared log's greedy collector copied out of a zone before resetting it. "
+           "Write amplification: (host + relocated) / host. Mixed zones: zones holding data (live or dead, "
+           "until their reset) of more than one container. Used-zone utilisation: live bytes / (non-empty zones "
+           "x zone capacity); device utilisation: live bytes / all zones' capacity. Both are sampled after every "
+           "delete and after every group of creates taken together; the minimum is over those samples, the mean "
+           "weights each sample by how long it held (in trace time). "
+           "A create that cannot fit fails and the replay goes on; the trace's later delete of that checkpoint "
+           "then finds nothing to delete.", ""]
+    for p in plots:
+        md += [f"![{p}]({p})", ""]
+    md += ["## Every metric", "", "| metric | " + " | ".join(e["policy"] for e in doc["results"]) + " |",
+           "| --- |" + " --- |" * len(doc["results"])]
+    for k in (doc["results"][0]["metrics"] if doc["results"] else {}):
+        md.append(f"| {k} | " + " | ".join(str(e["metrics"].get(k)) for e in doc["results"]) + " |")
+    fails = [(e["policy"], f) for e in doc["results"] for f in e.get("failures", [])]
+    if fails:
+        md += ["", "## Failed creates", "", "| policy | time (s) | container | checkpoint | bytes | why |",
+               "| --- | --- | --- | --- | --- | --- |"]
+        for pol, f in fails:
+            md.append(f"| {pol} | {f['time_s']:g} | {f['container']} | {f['checkpoint']} | "
+                      f"{units.human_size(f['bytes'])} | {f['reason']} |")
+    with open(os.path.join(outdir, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    return doc
+
+
+def _instants(ts, vs):
+    """Samples -> per distinct time: (times, value after the last sample there,
+    highest value there), in percent."""
+    t, settled, peak = [], [], []
+    for x, v in zip(ts, vs):
+        v = float("nan") if v is None else 100 * v
+        if t and t[-1] == x:
+            settled[-1] = v
+            peak[-1] = max(peak[-1], v) if peak[-1] == peak[-1] else v
+        else:
+            t.append(x)
+            settled.append(v)
+            peak.append(v)
+    return t, settled, peak
+
+
+def _time_axis(ts):
+    """Trace seconds in a readable unit: (scale, label)."""
+    span = max(ts, default=0)
+    if span >= 3 * 3600:
+        return 1 / 3600, "trace time (h)"
+    if span >= 180:
+        return 1 / 60, "trace time (min)"
+    return 1, "trace time (s)"
+
+
+def plot_zns(doc, outdir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    res = doc["results"]
+    if not res:
+        return []
+    scale, xlabel = _time_axis([t for e in res for t in e["series"]["t_s"]])
+    colour = {"shared-log": "C3", "zone-aware": "C0"}
+    out = []
+
+    def x(e):
+        return [t * scale for t in e["series"]["t_s"]]
+
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for e in res:
+        c = colour.get(e["policy"])
+        for key, ls, what in (("util_used", "-", "live / used zones"), ("util_total", "--", "live / device")):
+            # The line: the state once every event of an instant is done (it
+            # holds until the next); a dot: the peak within the instant (a
+            # round's new images before its old ones go).
+            t, settled, peak = _instants(e["series"]["t_s"], e["series"][key])
+            ax.step([v * scale for v in t], settled, where="post", color=c, lw=1.5 if ls == "-" else 1, ls=ls,
+                    label=f"{e['policy']}: {what}")
+            if ls == "-":
+                ax.plot([v * scale for v in t], peak, ".", color=c, ms=3.5, alpha=0.7,
+                        label=f"{e['policy']}: peak within a round")
+    ax.set_ylim(0, 105)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("space utilisation (%)")
+    ax.set_title(f"{doc['suite']}: space utilisation")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right", ncol=2)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "zns-utilisation.png"), dpi=120)
+    out.append("zns-utilisation.png")
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for e in res:
+        c = colour.get(e["policy"])
+        a1.step(x(e), [b / (1 << 30) for b in e["series"]["relocated_bytes"]], where="post", color=c, lw=1.6,
+                label=f"{e['policy']} ({zns.gib(e['metrics']['relocated_bytes'])})")
+        a2.step(x(e), e["series"]["mixed_zones"], where="post", color=c, lw=1.4, label=e["policy"])
+    a1.set_ylabel("relocated by GC, cumulative (GiB)")
+    a1.set_title("bytes relocated by garbage collection")
+    a2.set_ylabel("zones")
+    a2.set_title("zones holding more than one container's data")
+    for a in (a1, a2):
+        a.set_xlabel(xlabel)
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8, loc="upper left")
+        a.set_ylim(bottom=0)
+    fig.suptitle(doc["suite"])
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "zns-relocation.png"), dpi=120)
+    out.append("zns-relocation.png")
     plt.close("all")
     return out

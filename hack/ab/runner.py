@@ -2,6 +2,7 @@
 measures every cell, alternating flavours, each measurement cold. Writes
 results.json after every sample, so an interrupted run keeps what it measured."""
 import concurrent.futures
+import dataclasses
 import datetime
 import json
 import os
@@ -14,7 +15,7 @@ import sys
 import tempfile
 import time
 
-from . import hosts, units
+from . import hosts, units, zns
 
 
 class Results:
@@ -134,6 +135,8 @@ class Runner:
 
     def prepare(self):
         sys.stderr.write(f"==> suite {self.s.name} ({self.s.kind}), results in {self.out}\n")
+        if not self.s.needs_hosts:
+            return
         hosts.build_images("busybox", "memholder")
         if self.s.kind == "checkpoint":
             apps = sorted({c.image.split("/")[-1].split(":")[0] for c in self.s.containers if c.image})
@@ -155,7 +158,8 @@ class Runner:
         for f in list(self.daemons):
             hosts.link_down(f)
             self.daemons[f].down()
-        hosts.registry_down()
+        if self.s.needs_hosts:
+            hosts.registry_down()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     # --- pull -----------------------------------------------------------
@@ -452,3 +456,35 @@ class Runner:
                           + (f"{float(rps.group(1)):.0f} req/s" if rps else "FAILED"))
             finally:
                 d.docker("rm", "-f", name, check=False)
+
+    # --- zns ------------------------------------------------------------
+    def run_zns(self):
+        """Replay one trace under each placement policy on the model device.
+        The trace is kept beside the results, so the numbers can be
+        reproduced (and checked) from this directory alone."""
+        s = self.s
+        if s.trace_file:
+            events = zns.read_trace(s.trace_file)
+            source = {"file": os.path.relpath(s.trace_file, hosts.ROOT)}
+        else:
+            events = zns.generate(s.trace)
+            source = {"generated": dataclasses.asdict(s.trace)}
+        path = os.path.join(self.out, "trace.csv")
+        if s.trace_file:
+            shutil.copyfile(s.trace_file, path)  # byte for byte: the digest is the source's
+        else:
+            zns.write_trace(path, events)
+        doc = self.results.doc
+        doc["trace"] = dict(source, **zns.describe_trace(events), csv="trace.csv", sha256=zns.trace_digest(path))
+        doc["geometry"] = dataclasses.asdict(s.geometry)
+        doc["placement"] = {"chunk": s.chunk, "gc_reserve": s.gc_reserve}
+        self.results.save()
+        sys.stderr.write(f"==> {len(events)} events on {s.geometry.describe()}\n")
+        prog = Progress(len(s.policies))
+        for policy in s.policies:
+            o = zns.replay(events, s.geometry, policy, s.chunk, s.gc_reserve)
+            doc["results"].append(o.entry(dict(doc["placement"])))
+            self.results.save()
+            m = o.metrics
+            prog.step(f"replay {policy}: relocated {zns.gib(m['relocated_bytes'])}, "
+                      f"WA {m['write_amplification']}, {m['resets']} resets, {m['failed']} failed creates")

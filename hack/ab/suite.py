@@ -6,9 +6,11 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 
-from . import units
+from . import units, zns
 
-KINDS = ("pull", "checkpoint", "overhead")
+KINDS = ("pull", "checkpoint", "overhead", "zns")
+HOSTLESS = ("zns",)  # kinds that replay a model and start no daemons
+ZNS_KEYS = ("trace", "geometry", "policies", "placement")
 FLAVOURS = ("stock", "patched")
 SCENARIOS = ("alone", "together", "incremental")
 WORKLOADS = ("run", "cpu", "http", "files")
@@ -77,6 +79,19 @@ class Suite:
     seed: dict = field(default_factory=dict)  # published numbers, for the report
     warmup: int = 0  # pull: untimed pulls per variant before each cell's repetitions
     floor: bool = False  # checkpoint: also time runc checkpoint --image-path + fsync
+    # zns: a trace (a CSV file, or the generator's parameters) replayed on a
+    # model of a zoned device under each placement policy
+    trace_file: str = ""
+    trace: zns.TraceParams = None
+    geometry: zns.Geometry = None
+    policies: list = field(default_factory=list)
+    chunk: int = zns.MiB
+    gc_reserve: int = 2
+
+    @property
+    def needs_hosts(self):
+        """Whether running it needs root, daemons, a registry and test hosts."""
+        return self.kind not in HOSTLESS
 
 
 class _Lines:
@@ -157,14 +172,17 @@ class _Validator:
 
     def suite(self, d):
         top = ("name", "kind", "repetitions", "description", "profile", "image", "flavor",
-               "scenarios", "container", "workloads", "leave_running", "restore", "link_backend", "seed", "warmup", "floor")
+               "scenarios", "container", "workloads", "leave_running", "restore", "link_backend", "seed", "warmup", "floor",
+               "trace", "geometry", "policies", "placement")
         self.keys(d, (), top, required=("name", "kind"))
         kind = d["kind"]
         if kind not in KINDS:
             self.fail(("kind",), f"kind: '{kind}' is not one of {', '.join(KINDS)}")
-        reps = self.typed(d.get("repetitions", 3), int, ("repetitions",), "a positive integer")
+        reps = self.typed(d.get("repetitions", 1 if kind == "zns" else 3), int, ("repetitions",), "a positive integer")
         if reps < 1:
             self.fail(("repetitions",), "repetitions: want a positive integer")
+        if kind == "zns" and reps != 1:
+            self.fail(("repetitions",), "repetitions: a replay is deterministic, want 1")
         s = Suite(path=self.path, name=self.typed(d["name"], str, ("name",), "a string"), kind=kind,
                   repetitions=reps, description=d.get("description", ""))
         s.seed = self.typed(d.get("seed", {}), dict, ("seed",), "a table")
@@ -178,6 +196,12 @@ class _Validator:
         s.link_backend = d.get("link_backend", "auto")
         if s.link_backend not in ("auto", "tun", "netem"):
             self.fail(("link_backend",), f"link_backend: '{s.link_backend}' is not auto, tun or netem")
+        if kind == "zns":
+            self.zns(d, s)
+            return s
+        for k in ZNS_KEYS:
+            if k in d:
+                self.fail(self.first(d, k), f"{k} belongs to zns suites, not {kind}")
         s.flavours = self.flavours(d.get("flavor"))
         if kind == "pull":
             s.profiles = [self.profile(p, i) for i, p in enumerate(self.tables(d, "profile"))]
@@ -208,6 +232,106 @@ class _Validator:
             if k in d:
                 self.fail((k,) if k == "scenarios" else (k, 0), f"{k} belongs to checkpoint suites, not {kind}")
         return s
+
+    def first(self, d, k):
+        """Where key k of the top level is: itself, or its first table."""
+        v = d[k]
+        if isinstance(v, list) and v and isinstance(v[0], dict):
+            return (k, 0)
+        if self.lines.line((k,)) is None and isinstance(v, dict) and v:
+            return (k, next(iter(v)))
+        return (k,)
+
+    # --- zns ------------------------------------------------------------
+    def zns(self, d, s):
+        """A replay on a model of the device: no daemons, so none of their keys."""
+        for k in ("flavor", "profile", "image", "container", "scenarios", "workloads", "leave_running",
+                  "restore", "link_backend"):
+            if k in d:
+                self.fail(self.first(d, k), f"{k} belongs to suites that run daemons, not zns")
+        pol = self.typed(d.get("policies", list(zns.POLICIES)), list, ("policies",), "a list")
+        if not pol:
+            self.fail(("policies",), "policies: want at least one")
+        for x in pol:
+            if x not in zns.POLICIES:
+                self.fail(("policies",), f"policies: '{x}' is not one of {', '.join(zns.POLICIES)}")
+        if len(set(pol)) != len(pol):
+            self.fail(("policies",), "policies: a policy is listed twice")
+        s.policies = pol
+        s.geometry = self.geometry(self.typed(d.get("geometry", {}), dict, ("geometry",), "a [geometry] table"))
+        self.placement(self.typed(d.get("placement", {}), dict, ("placement",), "a [placement] table"), s)
+        t = d.get("trace", {})
+        if isinstance(t, str):
+            path = os.path.join(os.path.dirname(self.path), t)
+            try:
+                zns.read_trace(path)
+            except zns.TraceError as e:
+                self.fail(("trace",), f"trace: {e}")
+            s.trace_file = path
+        else:
+            s.trace = self.trace(self.typed(t, dict, ("trace",), "a CSV file name or a [trace] table"))
+
+    def geometry(self, t):
+        w = ("geometry",)
+        sizes, counts = ("zone_size", "zone_capacity", "block"), ("zones", "max_open", "max_active")
+        self.keys(t, w, sizes + counts)
+        g = zns.Geometry()
+        for k in sizes:
+            if k in t:
+                setattr(g, k, units.size(self.unit(units.size, self.typed(t[k], str, w + (k,), "a size"), w + (k,))))
+        if "zone_size" in t and "zone_capacity" not in t:
+            g.zone_capacity = g.zone_size
+        for k in counts:
+            if k in t:
+                setattr(g, k, self.typed(t[k], int, w + (k,), "a number of zones"))
+        for k, msg in g.problems():
+            self.fail(w + (k,), f"{k}: {msg}")
+        return g
+
+    def placement(self, t, s):
+        w = ("placement",)
+        self.keys(t, w, ("chunk", "gc_reserve"))
+        if "chunk" in t:
+            s.chunk = units.size(self.unit(units.size, self.typed(t["chunk"], str, w + ("chunk",), "a size"),
+                                           w + ("chunk",)))
+        s.gc_reserve = self.typed(t.get("gc_reserve", s.gc_reserve), int, w + ("gc_reserve",), "a number of zones")
+        for k, msg in zns.placement_problems(s.geometry, s.chunk, s.gc_reserve):
+            self.fail(w + (k,), f"{k}: {msg}")
+
+    def trace(self, t):
+        """The generator's parameters; the defaults are TraceParams'."""
+        w = ("trace",)
+        self.keys(t, w, ("containers", "interval", "rounds", "keep", "jitter", "skip", "overhead", "rng_seed"),
+                  what="[trace] (or trace = \"file.csv\")")
+        p = zns.TraceParams()
+        if "containers" in t:
+            cs = self.typed(t["containers"], list, w + ("containers",), "a list of memory sizes")
+            if not cs:
+                self.fail(w + ("containers",), "containers: want at least one")
+            for c in cs:
+                self.unit(units.size, self.typed(c, str, w + ("containers",), "a memory size"), w + ("containers",))
+            if len(set(cs)) != len(cs):
+                self.fail(w + ("containers",), "containers: a size is listed twice (it names the container)")
+            p.containers = cs
+        if "interval" in t:
+            p.interval_s = units.duration(self.unit(units.duration, self.typed(t["interval"], str, w + ("interval",),
+                                                                              "a duration"), w + ("interval",)))
+        for k in ("rounds", "keep", "rng_seed"):
+            if k in t:
+                setattr(p, k, self.typed(t[k], int, w + (k,), "an integer"))
+        for k in ("rounds", "keep"):
+            if getattr(p, k) < 1:
+                self.fail(w + (k,), f"{k}: want an integer >= 1")
+        for k in ("jitter", "skip"):
+            if k in t:
+                v = units.percent(self.unit(units.percent, self.typed(t[k], str, w + (k,), "a percentage"), w + (k,)))
+                if v >= 1:
+                    self.fail(w + (k,), f"{k}: want less than 100%")
+                setattr(p, k, v)
+        if "overhead" in t:
+            p.overhead = units.size(self.unit(units.size, self.typed(t["overhead"], str, w + ("overhead",), "a size"),
+                                              w + ("overhead",)))
+        return p
 
     def tables(self, d, name):
         v = d.get(name)

@@ -1,0 +1,3 @@
+module moby-ab/zns-probe
+
+go 1.22
