@@ -321,8 +321,39 @@ def plot(doc, outdir):
 
 # --- zns: placement replays ---------------------------------------------
 
+def _geometry(doc, e):
+    """The geometry entry e was replayed on (older results: the document's)."""
+    return e.get("geometry") or doc.get("geometry")
+
+
+def zns_geometries(doc):
+    """The geometries of the replays, smallest zones first: more than one
+    when the suite scanned zone sizes."""
+    out = []
+    for e in doc["results"]:
+        g = _geometry(doc, e)
+        if g not in out:
+            out.append(g)
+    return sorted(out, key=lambda g: (g["zone_size"], g["zone_capacity"], g["zones"]))
+
+
+def zns_plotted(doc):
+    """The geometry whose time series a scan's report plots: the suite's
+    plot_zone_size (the largest zone size unless set), and its entries."""
+    geoms = zns_geometries(doc)
+    g = doc.get("geometry") if doc.get("geometry") in geoms else geoms[-1]
+    return g, [e for e in doc["results"] if _geometry(doc, e) == g]
+
+
+def _not_stored(e):
+    return sum(f["bytes"] for f in e.get("failures", []))
+
+
 def zns_table(doc):
-    """One row per placement policy."""
+    """One row per placement policy; for a scan of zone sizes, one per zone
+    size and policy."""
+    if len(zns_geometries(doc)) > 1:
+        return zns_scan_table(doc)
     lines = ["| policy | " + " | ".join(c for c, _ in zns.ROWS) + " |",
              "| --- |" + " --- |" * len(zns.ROWS)]
     for e in doc["results"]:
@@ -330,8 +361,54 @@ def zns_table(doc):
     return "\n".join(lines)
 
 
+SCAN_COLUMNS = (
+    ("relocated by GC", lambda e: zns.gib(e["metrics"]["relocated_bytes"])),
+    ("write amplification", lambda e: zns.ROWS[2][1](e["metrics"])),
+    ("zone resets", lambda e: str(e["metrics"]["resets"])),
+    ("mixed zones (max)", lambda e: str(e["metrics"]["mixed_zones_max"])),
+    ("used-zone utilisation (mean)", lambda e: zns.pct(e["metrics"]["util_used_mean"])),
+    ("failed creates", lambda e: f"{e['metrics']['failed']} of {e['metrics']['creates']}"),
+    ("not stored", lambda e: zns.gib(_not_stored(e))),
+)
+
+
+def zns_scan_table(doc):
+    geoms = zns_geometries(doc)
+    capped = any(g["zone_capacity"] != g["zone_size"] for g in geoms)
+    head = ["zone size", "zones"] + (["zone capacity"] if capped else []) + ["policy"] + [c for c, _ in SCAN_COLUMNS]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for g in geoms:
+        for e in (e for e in doc["results"] if _geometry(doc, e) == g):
+            cells = [units.human_size(g["zone_size"]), str(g["zones"])]
+            cells += [units.human_size(g["zone_capacity"])] if capped else []
+            cells += [e["policy"]] + [fn(e) for _, fn in SCAN_COLUMNS]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _scan_device(geoms):
+    """The scan's devices in a line: what varies, then what does not."""
+    ns = {g["zones"] * g["zone_size"] for g in geoms}
+    sizes = ", ".join(units.human_size(g["zone_size"]) for g in geoms)
+    out = f"zone sizes {sizes} (" + ", ".join(str(g["zones"]) for g in geoms) + " zones"
+    out += f", a {units.human_size(ns.pop())} namespace)" if len(ns) == 1 else ")"
+    caps = {g["zone_capacity"] / g["zone_size"] for g in geoms}
+    if caps != {1.0}:
+        out += "; capacity " + ", ".join(units.human_size(g["zone_capacity"]) for g in geoms)
+    g = zns.Geometry(**geoms[0])
+    return out + "; " + g.describe().split("; ", 1)[1]
+
+
 def write_zns(outdir, doc):
-    plots = plot_zns(doc, outdir)
+    geoms = zns_geometries(doc) if doc["results"] else []
+    scan = len(geoms) > 1
+    if scan:
+        shown, entries = zns_plotted(doc)
+        note = f"{units.human_size(shown['zone_size'])} zones"
+        plots = plot_zns_scan(doc, outdir, geoms)
+        series = plot_zns(doc, outdir, entries, note)
+    else:
+        plots, series = plot_zns(doc, outdir), []
     m, t, pl = doc["machine"], doc.get("trace", {}), doc.get("placement", {})
     g = zns.Geometry(**doc["geometry"]) if doc.get("geometry") else None
     src = (f"`{t['file']}`" if t.get("file") else
@@ -346,7 +423,8 @@ def write_zns(outdir, doc):
            f"- trace: {src}; {t.get('creates', 0)} creates and {t.get('deletes', 0)} deletes of "
            f"{', '.join(t.get('containers', []))} over {t.get('duration_s', 0):g} s, "
            f"{zns.gib(t.get('bytes', 0))} in all; replayed from `{t.get('csv')}` (sha256 {t.get('sha256', '')[:16]}...)",
-           f"- device: {g.describe() if g else '-'}",
+           f"- device: {g.describe() if g else '-'}" if not scan else
+           f"- devices, every policy replayed on each: {_scan_device(geoms)}",
            f"- placement: concurrent images interleaved in {units.human_size(pl.get('chunk', 0))} chunks; "
            f"the shared log keeps {pl.get('gc_reserve')} empty zones for its collector",
            "", "## Summary", "", zns_table(doc), "",
@@ -358,19 +436,32 @@ def write_zns(outdir, doc):
            "delete and after every group of creates taken together; the minimum is over those samples, the mean "
            "weights each sample by how long it held (in trace time). "
            "A create that cannot fit fails and the replay goes on; the trace's later delete of that checkpoint "
-           "then finds nothing to delete.", ""]
+           "then finds nothing to delete." + (" Not stored: the trace's bytes of the failed creates." if scan else ""),
+           ""]
     for p in plots:
         md += [f"![{p}]({p})", ""]
-    md += ["## Every metric", "", "| metric | " + " | ".join(e["policy"] for e in doc["results"]) + " |",
-           "| --- |" + " --- |" * len(doc["results"])]
-    for k in (doc["results"][0]["metrics"] if doc["results"] else {}):
-        md.append(f"| {k} | " + " | ".join(str(e["metrics"].get(k)) for e in doc["results"]) + " |")
-    fails = [(e["policy"], f) for e in doc["results"] for f in e.get("failures", [])]
+    if scan:
+        md += [f"## Over time, on {note}", "", f"The replays on {zns.Geometry(**shown).describe()}.", "",
+               "| policy | " + " | ".join(c for c, _ in zns.ROWS) + " |", "| --- |" + " --- |" * len(zns.ROWS)]
+        md += [f"| {e['policy']} | " + " | ".join(fn(e["metrics"]) for _, fn in zns.ROWS) + " |" for e in entries]
+        md += [""]
+        for p in series:
+            md += [f"![{p}]({p})", ""]
+    name = (lambda e: f"{units.human_size(_geometry(doc, e)['zone_size'])} {e['policy']}") if scan else \
+        (lambda e: e["policy"])
+    ordered = [e for g_ in geoms for e in doc["results"] if _geometry(doc, e) == g_] if scan else doc["results"]
+    md += ["## Every metric", "", "| metric | " + " | ".join(name(e) for e in ordered) + " |",
+           "| --- |" + " --- |" * len(ordered)]
+    for k in (ordered[0]["metrics"] if ordered else {}):
+        md.append(f"| {k} | " + " | ".join(str(e["metrics"].get(k)) for e in ordered) + " |")
+    fails = [(e, f) for e in ordered for f in e.get("failures", [])]
     if fails:
-        md += ["", "## Failed creates", "", "| policy | time (s) | container | checkpoint | bytes | why |",
-               "| --- | --- | --- | --- | --- | --- |"]
-        for pol, f in fails:
-            md.append(f"| {pol} | {f['time_s']:g} | {f['container']} | {f['checkpoint']} | "
+        zs = "zone size | " if scan else ""
+        md += ["", "## Failed creates", "", f"| {zs}policy | time (s) | container | checkpoint | bytes | why |",
+               "|" + " --- |" * (7 if scan else 6)]
+        for e, f in fails:
+            zc = f"{units.human_size(_geometry(doc, e)['zone_size'])} | " if scan else ""
+            md.append(f"| {zc}{e['policy']} | {f['time_s']:g} | {f['container']} | {f['checkpoint']} | "
                       f"{units.human_size(f['bytes'])} | {f['reason']} |")
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
@@ -403,16 +494,85 @@ def _time_axis(ts):
     return 1, "trace time (s)"
 
 
-def plot_zns(doc, outdir):
+ZNS_COLOUR = {"shared-log": "C3", "zone-aware": "C0"}
+ZNS_MARKER = {"shared-log": "o", "zone-aware": "s"}
+
+
+def plot_zns_scan(doc, outdir, geoms):
+    """zns-zone-size.png: each policy's relocation (and write amplification)
+    and failed creates against the zone size."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    res = doc["results"]
+    from matplotlib.ticker import MaxNLocator, NullLocator
+
+    policies = list(dict.fromkeys(e["policy"] for e in doc["results"]))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11.5, 4.6))
+    xs = [g["zone_size"] / (1 << 20) for g in geoms]
+    creates = max((e["metrics"]["creates"] for e in doc["results"]), default=0)
+    for pol in policies:
+        c, mk = ZNS_COLOUR.get(pol), ZNS_MARKER.get(pol, "o")
+        by = {json_key(_geometry(doc, e)): e for e in doc["results"] if e["policy"] == pol}
+        pts = [(x, by[json_key(g)]) for x, g in zip(xs, geoms) if json_key(g) in by]
+        px = [x for x, _ in pts]
+        rel = [e["metrics"]["relocated_bytes"] / (1 << 30) for _, e in pts]
+        a1.plot(px, rel, marker=mk, color=c, lw=1.6, ms=6, clip_on=False,
+                label=pol if any(rel) else f"{pol}: nothing relocated (WA 1.000)")
+        for x, e in pts:
+            wa = e["metrics"]["write_amplification"]
+            if e["metrics"]["relocated_bytes"] and wa is not None:
+                a1.annotate(f"WA {wa:.3f}", (x, e["metrics"]["relocated_bytes"] / (1 << 30)), xytext=(0, 8),
+                            textcoords="offset points", ha="center", fontsize=8, color=c)
+        fail = [e["metrics"]["failed"] for _, e in pts]
+        a2.plot(px, fail, marker=mk, color=c, lw=1.6, ms=6, clip_on=False,
+                label=pol if any(fail) else f"{pol}: none failed")
+        for x, e in pts:
+            if e["metrics"]["failed"]:
+                a2.annotate(zns.gib(_not_stored(e)), (x, e["metrics"]["failed"]), xytext=(0, 8),
+                            textcoords="offset points", ha="center", fontsize=8, color=c)
+    ns = {g["zones"] * g["zone_size"] for g in geoms}
+    xlabel = "zone size" + (f" (zones = {units.human_size(ns.pop())} namespace / zone size)" if len(ns) == 1 else "")
+    a1.set_ylabel("relocated by GC (GiB)")
+    a1.set_title("(a) bytes relocated by garbage collection")
+    a2.set_ylabel(f"failed creates (of {creates})")
+    a2.set_title("(b) creates that found no room (label: GiB not stored)")
+    a2.yaxis.set_major_locator(MaxNLocator(integer=True))
+    for a in (a1, a2):
+        a.set_xscale("log", base=2)
+        a.set_xticks(xs)
+        a.set_xticklabels([units.human_size(g["zone_size"]) for g in geoms])
+        a.xaxis.set_minor_locator(NullLocator())
+        a.set_xlabel(xlabel)
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8, loc="upper left")
+        a.set_xlim(xs[0] / 1.3, xs[-1] * 1.3)
+        hi = max(a.get_ylim()[1] * 1.12, 1)
+        a.set_ylim(-0.03 * hi, hi)  # a line at 0 stays clear of the axis
+    fig.suptitle(f"{doc['suite']}: placement against zone size")
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "zns-zone-size.png"), dpi=120)
+    plt.close("all")
+    return ["zns-zone-size.png"]
+
+
+def json_key(g):
+    return json.dumps(g, sort_keys=True)
+
+
+def plot_zns(doc, outdir, res=None, note=""):
+    """The time series: space utilisation, relocation and mixed zones. res:
+    the entries to plot (default: all); note: what the titles add (a scan's
+    zone size)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    res = doc["results"] if res is None else res
     if not res:
         return []
     scale, xlabel = _time_axis([t for e in res for t in e["series"]["t_s"]])
-    colour = {"shared-log": "C3", "zone-aware": "C0"}
+    colour = ZNS_COLOUR
     out = []
+    on = f", {note}" if note else ""
 
     def x(e):
         return [t * scale for t in e["series"]["t_s"]]
@@ -433,7 +593,7 @@ def plot_zns(doc, outdir):
     ax.set_ylim(0, 105)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("space utilisation (%)")
-    ax.set_title(f"{doc['suite']}: space utilisation")
+    ax.set_title(f"{doc['suite']}: space utilisation{on}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower right", ncol=2)
     fig.tight_layout()
@@ -455,7 +615,7 @@ def plot_zns(doc, outdir):
         a.grid(alpha=0.3)
         a.legend(fontsize=8, loc="upper left")
         a.set_ylim(bottom=0)
-    fig.suptitle(doc["suite"])
+    fig.suptitle(doc["suite"] + on)
     fig.tight_layout()
     fig.savefig(os.path.join(outdir, "zns-relocation.png"), dpi=120)
     out.append("zns-relocation.png")

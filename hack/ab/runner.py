@@ -459,9 +459,10 @@ class Runner:
 
     # --- zns ------------------------------------------------------------
     def run_zns(self):
-        """Replay one trace under each placement policy on the model device.
-        The trace is kept beside the results, so the numbers can be
-        reproduced (and checked) from this directory alone."""
+        """Replay one trace under each placement policy on the model device,
+        on every geometry of the suite (one, or a scan of zone sizes). The
+        trace is kept beside the results, so the numbers can be reproduced
+        (and checked) from this directory alone."""
         s = self.s
         if s.trace_file:
             events = zns.read_trace(s.trace_file)
@@ -476,15 +477,19 @@ class Runner:
             zns.write_trace(path, events)
         doc = self.results.doc
         doc["trace"] = dict(source, **zns.describe_trace(events), csv="trace.csv", sha256=zns.trace_digest(path))
-        doc["geometry"] = dataclasses.asdict(s.geometry)
+        doc["geometry"] = dataclasses.asdict(s.geometry)  # a scan's: the one whose time series are plotted
+        doc["geometries"] = [dataclasses.asdict(g) for g in s.geometries]
         doc["placement"] = {"chunk": s.chunk, "gc_reserve": s.gc_reserve}
         self.results.save()
-        sys.stderr.write(f"==> {len(events)} events on {s.geometry.describe()}\n")
-        prog = Progress(len(s.policies))
-        for policy in s.policies:
-            o = zns.replay(events, s.geometry, policy, s.chunk, s.gc_reserve)
-            doc["results"].append(o.entry(dict(doc["placement"])))
-            self.results.save()
-            m = o.metrics
-            prog.step(f"replay {policy}: relocated {zns.gib(m['relocated_bytes'])}, "
-                      f"WA {m['write_amplification']}, {m['resets']} resets, {m['failed']} failed creates")
+        scan = len(s.geometries) > 1
+        prog = Progress(len(s.geometries) * len(s.policies))
+        for g in s.geometries:
+            sys.stderr.write(f"==> {len(events)} events on {g.describe()}\n")
+            for policy in s.policies:
+                o = zns.replay(events, g, policy, s.chunk, s.gc_reserve)
+                doc["results"].append(o.entry(dict(doc["placement"]), g))
+                self.results.save()
+                m = o.metrics
+                on = f" on {units.human_size(g.zone_size)} zones" if scan else ""
+                prog.step(f"replay {policy}{on}: relocated {zns.gib(m['relocated_bytes'])}, "
+                          f"WA {m['write_amplification']}, {m['resets']} resets, {m['failed']} failed creates")

@@ -83,7 +83,8 @@ class Suite:
     # model of a zoned device under each placement policy
     trace_file: str = ""
     trace: zns.TraceParams = None
-    geometry: zns.Geometry = None
+    geometries: list = field(default_factory=list)  # [zns.Geometry]: one, or a scan of zone sizes
+    geometry: zns.Geometry = None  # the one, or the scan's whose time series the report plots
     policies: list = field(default_factory=list)
     chunk: int = zns.MiB
     gc_reserve: int = 2
@@ -258,7 +259,7 @@ class _Validator:
         if len(set(pol)) != len(pol):
             self.fail(("policies",), "policies: a policy is listed twice")
         s.policies = pol
-        s.geometry = self.geometry(self.typed(d.get("geometry", {}), dict, ("geometry",), "a [geometry] table"))
+        self.geometry(self.typed(d.get("geometry", {}), dict, ("geometry",), "a [geometry] table"), s)
         self.placement(self.typed(d.get("placement", {}), dict, ("placement",), "a [placement] table"), s)
         t = d.get("trace", {})
         if isinstance(t, str):
@@ -271,22 +272,84 @@ class _Validator:
         else:
             s.trace = self.trace(self.typed(t, dict, ("trace",), "a CSV file name or a [trace] table"))
 
-    def geometry(self, t):
+    def geometry(self, t, s):
+        """[geometry]: one device, or a scan of zone sizes (zone_size a list),
+        each replayed with every policy. `namespace` instead of `zones` keeps
+        the device's size across the scan (zones = namespace // zone_size);
+        zone_capacity is the zone size when left out, and may be a fraction of
+        it ("75%"), which then scales with the zone size."""
         w = ("geometry",)
-        sizes, counts = ("zone_size", "zone_capacity", "block"), ("zones", "max_open", "max_active")
-        self.keys(t, w, sizes + counts)
-        g = zns.Geometry()
-        for k in sizes:
-            if k in t:
-                setattr(g, k, units.size(self.unit(units.size, self.typed(t[k], str, w + (k,), "a size"), w + (k,))))
-        if "zone_size" in t and "zone_capacity" not in t:
-            g.zone_capacity = g.zone_size
-        for k in counts:
-            if k in t:
-                setattr(g, k, self.typed(t[k], int, w + (k,), "a number of zones"))
-        for k, msg in g.problems():
-            self.fail(w + (k,), f"{k}: {msg}")
-        return g
+        self.keys(t, w, ("zone_size", "zone_capacity", "zones", "namespace", "max_open", "max_active", "block",
+                         "plot_zone_size"))
+        d = zns.Geometry()
+        size = lambda k, v: units.size(self.unit(units.size, self.typed(v, str, w + (k,), "a size"), w + (k,)))
+        block = size("block", t["block"]) if "block" in t else d.block
+        scan = isinstance(t.get("zone_size"), list)
+        if scan:
+            if not t["zone_size"]:
+                self.fail(w + ("zone_size",), "zone_size: an empty list scans nothing")
+            sizes = [size("zone_size", x) for x in t["zone_size"]]
+            if len(set(sizes)) != len(sizes):
+                self.fail(w + ("zone_size",), "zone_size: a size is listed twice")
+        elif "zone_size" in t:
+            self.typed(t["zone_size"], str, w + ("zone_size",), "a size or a list of sizes (a scan)")
+            sizes = [size("zone_size", t["zone_size"])]
+        else:
+            sizes = [d.zone_size]
+        where_of = {}  # the key a geometry's problem is reported at, when not its own
+        if "zone_capacity" not in t:
+            capacity = lambda z: d.zone_capacity if "zone_size" not in t else z
+        else:
+            k = "zone_capacity"
+            v = self.typed(t[k], str, w + (k,), 'a size, or a fraction of the zone size like "75%"')
+            if v.endswith("%"):
+                frac = units.percent(self.unit(units.percent, v, w + (k,)))
+                if frac <= 0:
+                    self.fail(w + (k,), f"{k}: want a fraction above 0% of the zone size, got {v!r}")
+                capacity = lambda z: int(z * frac) // block * block  # whole blocks
+            else:
+                c = size(k, v)
+                if scan and c > min(sizes):
+                    self.fail(w + (k,), f"{k}: {units.human_size(c)} exceeds the scan's zone size "
+                                        f"{units.human_size(min(sizes))}; give the capacity of every zone size as a "
+                                        f'fraction of it (e.g. "75%")')
+                capacity = lambda z: c
+        if "zones" in t and "namespace" in t:
+            self.fail(w + ("namespace",), "namespace: give zones or namespace, not both "
+                                          "(zones = namespace / zone size)")
+        if "namespace" in t:
+            ns = size("namespace", t["namespace"])
+            for z in sizes:
+                if ns < z:
+                    self.fail(w + ("namespace",), f"namespace: {units.human_size(ns)} holds no zone of "
+                                                  f"{units.human_size(z)}")
+            zones = lambda z: ns // z
+            where_of["zones"] = "namespace"
+        elif "zones" in t:
+            n = self.typed(t["zones"], int, w + ("zones",), "a number of zones")
+            zones = lambda z: n
+        elif scan:
+            self.fail(w + ("zone_size",), "zone_size: a scan of zone sizes needs namespace (the same device in "
+                                          "zones of each size) or zones")
+        else:
+            zones = lambda z: d.zones
+        limits = {k: self.typed(t[k], int, w + (k,), "a number of zones") if k in t else getattr(d, k)
+                  for k in ("max_open", "max_active")}
+        s.geometries = []
+        for z in sizes:
+            g = zns.Geometry(zone_size=z, zone_capacity=capacity(z), zones=zones(z), block=block, **limits)
+            for k, msg in g.problems():
+                where = where_of.get(k, k)
+                self.fail(w + (where,), f"{where}: {msg}" + (f" (zone size {units.human_size(z)})" if scan else ""))
+            s.geometries.append(g)
+        if "plot_zone_size" in t:
+            p = size("plot_zone_size", t["plot_zone_size"])
+            if p not in sizes:
+                self.fail(w + ("plot_zone_size",), f"plot_zone_size: {t['plot_zone_size']} is not a zone size of "
+                                                   f"the geometry ({', '.join(map(units.human_size, sizes))})")
+        else:
+            p = max(sizes)
+        s.geometry = s.geometries[sizes.index(p)]
 
     def placement(self, t, s):
         w = ("placement",)
@@ -295,8 +358,10 @@ class _Validator:
             s.chunk = units.size(self.unit(units.size, self.typed(t["chunk"], str, w + ("chunk",), "a size"),
                                            w + ("chunk",)))
         s.gc_reserve = self.typed(t.get("gc_reserve", s.gc_reserve), int, w + ("gc_reserve",), "a number of zones")
-        for k, msg in zns.placement_problems(s.geometry, s.chunk, s.gc_reserve):
-            self.fail(w + (k,), f"{k}: {msg}")
+        for g in s.geometries:
+            for k, msg in zns.placement_problems(g, s.chunk, s.gc_reserve):
+                scan = f" (zone size {units.human_size(g.zone_size)})" if len(s.geometries) > 1 else ""
+                self.fail(w + (k,), f"{k}: {msg}{scan}")
 
     def trace(self, t):
         """The generator's parameters; the defaults are TraceParams'."""

@@ -612,10 +612,12 @@ class Outcome:
     failures: list
     series: dict
 
-    def entry(self, params):
-        """A results.json entry (the fields every kind has, then the replay's)."""
+    def entry(self, params, geometry=None):
+        """A results.json entry (the fields every kind has, then the replay's);
+        with the Geometry it was replayed on, entries of a scan say which."""
+        geo = {"geometry": dataclasses.asdict(geometry)} if geometry else {}
         return {"flavor": self.policy, "policy": self.policy, "profile": None, "image": None, "params": params,
-                "scenario": "replay", "container": None, "times_s": [],
+                **geo, "scenario": "replay", "container": None, "times_s": [],
                 "errors": [f"{f.time_s:g}s {f.container}/{f.checkpoint}: {f.reason}" for f in self.failures],
                 "metrics": self.metrics, "failures": [dataclasses.asdict(f) for f in self.failures],
                 "series": self.series}
@@ -780,7 +782,7 @@ def replay_main(argv):
     if a.json:
         doc = {"trace": dict(describe_trace(events), source=a.trace, sha256=trace_digest(a.trace)),
                "geometry": dataclasses.asdict(g), "placement": {"chunk": a.chunk, "gc_reserve": a.gc_reserve},
-               "results": [o.entry({"chunk": a.chunk, "gc_reserve": a.gc_reserve}) for o in outs]}
+               "results": [o.entry({"chunk": a.chunk, "gc_reserve": a.gc_reserve}, g) for o in outs]}
         with open(a.json, "w") as f:
             json.dump(doc, f, indent=1)
     return 0

@@ -317,6 +317,11 @@ chunk = "1MiB"
 gc_reserve = 2
 """
 
+# The same suite scanning three zone sizes on one namespace (line for line:
+# zone_size on 13, zone_capacity on 14, namespace on 15).
+SCAN_SUITE = ZNS_SUITE.replace('zone_size = "64MiB"\nzone_capacity = "48MiB"\nzones = 8\n',
+                               'zone_size = ["16MiB", "32MiB", "64MiB"]\nzone_capacity = "75%"\nnamespace = "512MiB"\n')
+
 
 class SuiteTest(unittest.TestCase):
     def load(self, text, files=()):
@@ -379,6 +384,61 @@ class SuiteTest(unittest.TestCase):
         self.assertRegex(self.error(text), r":6: trace: .*t\.csv: No such file")
 
 
+    def test_scan_of_zone_sizes(self):
+        s = self.load(SCAN_SUITE)
+        self.assertEqual([(g.zone_size, g.zone_capacity, g.zones) for g in s.geometries],
+                         [(16 * MiB, 12 * MiB, 32), (32 * MiB, 24 * MiB, 16), (64 * MiB, 48 * MiB, 8)])
+        self.assertTrue(all((g.max_open, g.max_active, g.block) == (4, 4, 4096) for g in s.geometries))
+        self.assertIs(s.geometry, s.geometries[-1])  # the largest zones are the ones plotted over time
+        s = self.load(SCAN_SUITE.replace('block = "4KiB"', 'block = "4KiB"\nplot_zone_size = "32MiB"'))
+        self.assertIs(s.geometry, s.geometries[1])
+        s = self.load(SCAN_SUITE.replace('zone_capacity = "75%"\n', ""))
+        self.assertEqual([g.zone_capacity for g in s.geometries], [16 * MiB, 32 * MiB, 64 * MiB])
+        s = self.load(SCAN_SUITE.replace('"75%"', '"12MiB"'))  # a size that fits every zone size
+        self.assertEqual([g.zone_capacity for g in s.geometries], [12 * MiB] * 3)
+        s = self.load(SCAN_SUITE.replace('"75%"', '"33%"'))  # rounded down to whole blocks
+        for g in s.geometries:
+            self.assertEqual(g.zone_capacity % 4096, 0)
+            self.assertTrue(0.33 * g.zone_size - 4096 < g.zone_capacity <= 0.33 * g.zone_size)
+        s = self.load(SCAN_SUITE.replace('namespace = "512MiB"', "zones = 8"))  # the zone count held instead
+        self.assertEqual([g.zones for g in s.geometries], [8, 8, 8])
+
+    def test_namespace_and_fraction_with_one_zone_size(self):
+        s = self.load(ZNS_SUITE.replace("zones = 8", 'namespace = "500MiB"'))  # what does not fill a zone is unused
+        self.assertEqual([(g.zone_size, g.zone_capacity, g.zones) for g in s.geometries], [(64 * MiB, 48 * MiB, 7)])
+        self.assertIs(s.geometry, s.geometries[0])
+        s = self.load(ZNS_SUITE.replace('"48MiB"', '"75%"'))
+        self.assertEqual((s.geometry.zone_capacity, s.geometry.zones), (48 * MiB, 8))
+
+    def test_scan_errors_name_the_line(self):
+        for text, want in (
+            (SCAN_SUITE.replace('"75%"', '"24MiB"'),
+             r':14: zone_capacity: 24MiB exceeds the scan\'s zone size 16MiB; .*fraction of it \(e\.g\. "75%"\)'),
+            (SCAN_SUITE.replace('"75%"', '"0%"'), r":14: zone_capacity: want a fraction above 0% of the zone size"),
+            (SCAN_SUITE.replace('"75%"', '"75"'), r":14: zone_capacity: bad size '75'"),
+            (SCAN_SUITE.replace('namespace = "512MiB"', 'namespace = "512MiB"\nzones = 8'),
+             r":15: namespace: give zones or namespace, not both"),
+            (SCAN_SUITE.replace('namespace = "512MiB"\n', ""), r":13: zone_size: a scan of zone sizes needs namespace"),
+            (SCAN_SUITE.replace('"512MiB"', '"32MiB"'), r":15: namespace: 32MiB holds no zone of 64MiB"),
+            (SCAN_SUITE.replace('"512MiB"', "512"), r":15: namespace: want a size, got 512"),
+            (SCAN_SUITE.replace('["16MiB", "32MiB", "64MiB"]', '["16MiB", "16MiB"]'),
+             r":13: zone_size: a size is listed twice"),
+            (SCAN_SUITE.replace('["16MiB", "32MiB", "64MiB"]', "[]"), r":13: zone_size: an empty list scans nothing"),
+            (SCAN_SUITE.replace('["16MiB", "32MiB", "64MiB"]', '["16MiB", "32 MiB"]'),
+             r":13: zone_size: bad size '32 MiB'"),
+            (SCAN_SUITE.replace('["16MiB", "32MiB", "64MiB"]', "16"), r":13: zone_size: want a size or a list of sizes"),
+            (SCAN_SUITE.replace('"512MiB"', '"192MiB"'),
+             r":16: max_open: want 0 \(no limit\) to 3 zones, got 4 \(zone size 64MiB\)"),
+            (SCAN_SUITE.replace('"512MiB"', '"128MiB"').replace("max_open = 4", "max_open = 2")
+             .replace("max_active = 4", "max_active = 2"), r":22: gc_reserve: want 1 to 1 zones, got 2 \(zone size 64MiB\)"),
+            (SCAN_SUITE.replace('block = "4KiB"', 'block = "4KiB"\nplot_zone_size = "8MiB"'),
+             r":19: plot_zone_size: 8MiB is not a zone size of the geometry \(16MiB, 32MiB, 64MiB\)"),
+            (ZNS_SUITE.replace("zones = 8", 'namespace = "32MiB"'), r":15: namespace: 32MiB holds no zone of 64MiB"),
+        ):
+            with self.subTest(want=want):
+                self.assertRegex(self.error(text), want)
+
+
 class RunTest(unittest.TestCase):
     def test_run_writes_results_report_and_plots(self):
         with tempfile.TemporaryDirectory() as d:
@@ -405,6 +465,47 @@ class RunTest(unittest.TestCase):
             for png in ("zns-utilisation.png", "zns-relocation.png"):
                 self.assertGreater(os.path.getsize(os.path.join(out, png)), 1000)
             self.assertIn("| shared-log |", report.summary_table(doc))
+            self.assertEqual([e["geometry"] for e in doc["results"]], [doc["geometry"]] * 2)
+            self.assertFalse(os.path.exists(os.path.join(out, "zns-zone-size.png")))  # one geometry: no scan plot
+
+    def test_scan_replays_every_geometry_with_every_policy(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "z.toml")
+            with open(path, "w") as f:
+                f.write(SCAN_SUITE)
+            s = suite.load(path)
+            out = os.path.join(d, "out")
+            os.makedirs(out)
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                self.assertTrue(runner.Runner(s, out).run())
+            report.write(out)
+            doc = report.load(out)
+            sizes = (16 * MiB, 32 * MiB, 64 * MiB)
+            self.assertEqual([(e["geometry"]["zone_size"], e["policy"]) for e in doc["results"]],
+                             [(z, p) for z in sizes for p in zns.POLICIES])
+            self.assertEqual([g["zones"] for g in doc["geometries"]], [32, 16, 8])
+            self.assertEqual(doc["geometry"]["zone_size"], 64 * MiB)
+            progress = [x for x in err.getvalue().splitlines() if x.startswith("[")]
+            self.assertEqual(len(progress), 6)
+            self.assertRegex(progress[0], r"^\[1/6\] replay shared-log on 16MiB zones: relocated ")
+            # each entry is the replay of the trace on its own geometry
+            events = zns.read_trace(os.path.join(out, "trace.csv"))
+            for e in doc["results"]:
+                o = zns.replay(events, zns.Geometry(**e["geometry"]), e["policy"], **doc["placement"])
+                self.assertEqual(o.metrics, e["metrics"])
+            table = report.summary_table(doc).splitlines()
+            self.assertEqual(table[0], "| zone size | zones | zone capacity | policy | relocated by GC | "
+                                       "write amplification | zone resets | mixed zones (max) | "
+                                       "used-zone utilisation (mean) | failed creates | not stored |")
+            self.assertEqual(len(table), 2 + 6)
+            self.assertTrue(table[2].startswith("| 16MiB | 32 | 12MiB | shared-log | "))
+            with open(os.path.join(out, "report.md")) as f:
+                md = f.read()
+            self.assertIn("![zns-zone-size.png](zns-zone-size.png)", md)
+            self.assertIn("## Over time, on 64MiB zones", md)
+            self.assertIn("| metric | 16MiB shared-log | 16MiB zone-aware | 32MiB shared-log |", md)
+            for png in ("zns-zone-size.png", "zns-utilisation.png", "zns-relocation.png"):
+                self.assertGreater(os.path.getsize(os.path.join(out, png)), 1000)
 
 
 class CommandLineTest(unittest.TestCase):
