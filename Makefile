@@ -67,6 +67,7 @@ test-bats: build
 
 test-integration: build images
 	cd integration && go test -count=1 -v ./...
+	hack/test-moby-integration.sh
 
 .PHONY: clean
 clean:
