@@ -171,3 +171,27 @@ start_memholder() { # name MiB
 	run docker logs mh
 	refute_output --partial CORRUPT
 }
+
+@test "patched: a checkpoint in a custom --checkpoint-dir restores from there" {
+	up_patched
+	start_memholder mh 16
+	local dir=$BATS_TEST_TMPDIR/elsewhere
+	run docker checkpoint create --checkpoint-dir "$dir" mh cp1
+	assert_success
+	run docker checkpoint ls --checkpoint-dir "$dir" mh
+	assert_output --partial cp1
+	before=$(docker logs mh 2>&1 | sed -n 's/.* count=\([0-9]*\) .*/\1/p' | tail -1)
+	nlines=$(docker logs mh 2>&1 | wc -l)
+	# a directory without the checkpoint is an error naming it
+	run docker start --checkpoint cp1 --checkpoint-dir "$BATS_TEST_TMPDIR" mh
+	assert_failure
+	assert_output --partial "checkpoint cp1 does not exist"
+	run docker start --checkpoint cp1 --checkpoint-dir "$dir" mh
+	assert_success
+	wait_for 30 bash -c "[ \$(docker logs mh 2>&1 | wc -l) -gt $nlines ]"
+	first=$(docker logs mh 2>&1 | tail -n +"$((nlines + 1))" | sed -n 's/.* count=\([0-9]*\) .*/\1/p' | head -1)
+	[ "$first" -gt "$before" ]
+	run docker logs mh
+	refute_output --partial CORRUPT
+	docker rm -f mh >/dev/null
+}
