@@ -41,6 +41,23 @@ start_memholder() { # name MiB
 	wait_for 60 bash -c "docker logs $1 2>&1 | grep -q 'verified_passes='"
 }
 
+# restore_resumes name [docker start args...]: restores the memory holder
+# (checkpointed with --exit) and checks that it counts on from where the
+# checkpoint took it, with its memory intact.
+restore_resumes() {
+	local name=$1 before nlines first
+	shift
+	before=$(docker logs "$name" 2>&1 | sed -n 's/.* count=\([0-9]*\) .*/\1/p' | tail -1)
+	nlines=$(docker logs "$name" 2>&1 | wc -l)
+	run docker start "$@" "$name"
+	assert_success
+	wait_for 30 bash -c "[ \$(docker logs $name 2>&1 | wc -l) -gt $nlines ]"
+	first=$(docker logs "$name" 2>&1 | tail -n +"$((nlines + 1))" | sed -n 's/.* count=\([0-9]*\) .*/\1/p' | head -1)
+	[ "$first" -gt "$before" ]
+	run docker logs "$name"
+	refute_output --partial CORRUPT
+}
+
 @test "patched: invalid checkpoint options are refused at start, naming the option" {
 	echo '{"checkpoint-max-concurrent": -1}' >"$BATS_TEST_TMPDIR/bad.json"
 	run "$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
@@ -160,16 +177,7 @@ start_memholder() { # name MiB
 	start_memholder mh 16
 	run docker checkpoint create mh cp1
 	assert_success
-	before=$(docker logs mh 2>&1 | sed -n 's/.* count=\([0-9]*\) .*/\1/p' | tail -1)
-	nlines=$(docker logs mh 2>&1 | wc -l)
-	run docker start --checkpoint cp1 mh
-	assert_success
-	wait_for 30 bash -c "[ \$(docker logs mh 2>&1 | wc -l) -gt $nlines ]"
-	# the count continues from before the checkpoint, and memory verifies
-	first=$(docker logs mh 2>&1 | tail -n +"$((nlines + 1))" | sed -n 's/.* count=\([0-9]*\) .*/\1/p' | head -1)
-	[ "$first" -gt "$before" ]
-	run docker logs mh
-	refute_output --partial CORRUPT
+	restore_resumes mh --checkpoint cp1
 }
 
 @test "patched: a checkpoint in a custom --checkpoint-dir restores from there" {
@@ -180,18 +188,10 @@ start_memholder() { # name MiB
 	assert_success
 	run docker checkpoint ls --checkpoint-dir "$dir" mh
 	assert_output --partial cp1
-	before=$(docker logs mh 2>&1 | sed -n 's/.* count=\([0-9]*\) .*/\1/p' | tail -1)
-	nlines=$(docker logs mh 2>&1 | wc -l)
 	# a directory without the checkpoint is an error naming it
 	run docker start --checkpoint cp1 --checkpoint-dir "$BATS_TEST_TMPDIR" mh
 	assert_failure
 	assert_output --partial "checkpoint cp1 does not exist"
-	run docker start --checkpoint cp1 --checkpoint-dir "$dir" mh
-	assert_success
-	wait_for 30 bash -c "[ \$(docker logs mh 2>&1 | wc -l) -gt $nlines ]"
-	first=$(docker logs mh 2>&1 | tail -n +"$((nlines + 1))" | sed -n 's/.* count=\([0-9]*\) .*/\1/p' | head -1)
-	[ "$first" -gt "$before" ]
-	run docker logs mh
-	refute_output --partial CORRUPT
+	restore_resumes mh --checkpoint cp1 --checkpoint-dir "$dir"
 	docker rm -f mh >/dev/null
 }
