@@ -7,8 +7,12 @@
 #   hack/images.sh list
 #
 # Images: busybox (Debian's busybox-static), memholder (busybox + the memory
-# holder, hack/testimages/memholder.c), nginx, redis, postgres (Debian bookworm
-# packages, in one shared base layer; built by `build all` or by name).
+# holder, hack/testimages/memholder.c), pingpong (busybox + a static TCP
+# round-trip timer, hack/testimages/pingpong), node (busybox + the host's
+# Node.js binary and the shared libraries it links, with seed 004's server and
+# seed 003's file reader in /app, hack/testimages/node), nginx, redis,
+# postgres (Debian bookworm packages, in one shared base layer; built by
+# `build all` or by name).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -16,7 +20,7 @@ OUT=$AB_BUILD/images
 SRC=$AB_ROOT/hack/testimages
 MKIMAGE=$SRC/mkimage.py
 DEFAULT_IMAGES="busybox memholder"
-ALL_IMAGES="busybox memholder nginx redis postgres"
+ALL_IMAGES="busybox memholder pingpong node nginx redis postgres"
 
 # A stamp per image: the hash of everything it is built from. Unchanged inputs
 # skip the build.
@@ -64,9 +68,67 @@ build_memholder() {
 	mark memholder "$h"
 }
 
+# pingpong: a static Go program (CGO_ENABLED=0), the same binary natively and
+# in containers; build/pingpong is the native copy the harness runs.
+build_pingpong() {
+	local h src=$SRC/pingpong
+	command -v go >/dev/null || die "images: go is missing (the daemons' toolchain builds pingpong)"
+	h=$(cat /bin/busybox "$MKIMAGE" "$src/main.go" "$src/go.mod" "${BASH_SOURCE[0]}" <(go version) |
+		sha256sum | cut -c1-16)
+	up_to_date pingpong "$h" && [ -x "$AB_BUILD/pingpong" ] && return 0
+	local tmp
+	tmp=$(mktemp -d)
+	busybox_rootfs "$tmp/rootfs"
+	mkdir -p "$tmp/rootfs/usr/local/bin"
+	(cd "$src" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags='-s -w' \
+		-o "$tmp/rootfs/usr/local/bin/pingpong" .)
+	install -m 0755 "$tmp/rootfs/usr/local/bin/pingpong" "$AB_BUILD/pingpong"
+	python3 "$MKIMAGE" --ref ab/pingpong:latest --layer "$tmp/rootfs" \
+		--env PATH=/usr/local/bin:/bin --expose 7000 --cmd '["pingpong", "server"]' -o "$OUT/pingpong.tar"
+	rm -rf "$tmp"
+	mark pingpong "$h"
+}
+
+# node: the host's node (the same binary runs natively and in the container,
+# so a comparison is of the placement, not of two Node.js builds) with every
+# shared library ldd lists, at the same paths.
+node_bin() {
+	local n
+	n=$(command -v node || command -v nodejs) ||
+		die "images: node is missing (apt-get install nodejs): the node image copies the host's"
+	readlink -f "$n"
+}
+
+node_libs() { # binary: the absolute paths ldd resolves, loader included
+	ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u
+}
+
+build_node() {
+	local node h lib tmp
+	node=$(node_bin)
+	# shellcheck disable=SC2046 # one path per line, none with spaces
+	h=$(cat /bin/busybox "$MKIMAGE" "$node" $(node_libs "$node") "$SRC"/node/*.js "${BASH_SOURCE[0]}" |
+		sha256sum | cut -c1-16)
+	up_to_date node "$h" && return 0
+	tmp=$(mktemp -d)
+	busybox_rootfs "$tmp/rootfs"
+	mkdir -p "$tmp/rootfs/usr/local/bin" "$tmp/rootfs/app"
+	install -m 0755 "$node" "$tmp/rootfs/usr/local/bin/node"
+	for lib in $(node_libs "$node"); do
+		mkdir -p "$tmp/rootfs$(dirname "$lib")"
+		cp -L "$lib" "$tmp/rootfs$lib"
+	done
+	install -m 0644 "$SRC"/node/*.js "$tmp/rootfs/app/"
+	python3 "$MKIMAGE" --ref ab/node:latest --layer "$tmp/rootfs" \
+		--env PATH=/usr/local/bin:/bin --workdir /app --expose 3000 --cmd '["node", "/app/app.js"]' \
+		-o "$OUT/node.tar"
+	rm -rf "$tmp"
+	mark node "$h"
+}
+
 build_one() {
 	case "$1" in
-	busybox | memholder) "build_$1" ;;
+	busybox | memholder | pingpong | node) "build_$1" ;;
 	nginx | redis | postgres) build_app "$1" ;;
 	*) die "images: unknown image '$1' (known: $ALL_IMAGES)" ;;
 	esac

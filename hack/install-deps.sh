@@ -33,6 +33,8 @@ APT_PACKAGES=(
 	busybox-static tini docker-registry debootstrap
 	# suites
 	bats bats-support bats-assert hyperfine wrk fio shellcheck
+	# the node test image copies the host's Node.js (any build will do)
+	nodejs
 	python3 python3-matplotlib python3-numpy
 	# CRIU's build
 	libprotobuf-c-dev libnl-3-dev libnet1-dev libcap-dev libbsd-dev protobuf-c-compiler

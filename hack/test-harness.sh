@@ -30,6 +30,7 @@ check "patch queue: applies, exports byte-identical, each patch builds" "$AB_ROO
 PYTHON=${PYTHON:-/usr/bin/python3}
 check "harness: suites, statistics, report (unittest)" env PYTHONPATH="$AB_ROOT/hack" "$PYTHON" -m unittest discover -s "$AB_ROOT/hack/ab/tests" -t "$AB_ROOT/hack"
 check "linkemu: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/linkemu' && go vet . && go test -count=1 ."
+check "pingpong: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/testimages/pingpong' && go vet . && go test -count=1 ."
 check "mkimage: reproducible archives" python3 -m unittest discover -s "$AB_ROOT/hack/testimages" -p '*_test.py'
 for t in "$AB_ROOT"/hack/testimages/*_test.sh; do
 	[ -e "$t" ] || continue

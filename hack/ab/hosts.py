@@ -85,6 +85,22 @@ class Daemon:
         return os.path.join(AB_RUN, self.flavour, "exec", "runtime-runc", "moby")
 
 
+def node_binary():
+    """The host's Node.js, the binary hack/images.sh copies into ab/node."""
+    n = shutil.which("node") or shutil.which("nodejs")
+    if not n:
+        raise HostError("node is missing (apt-get install nodejs): native runs use the host's Node.js")
+    return os.path.realpath(n)
+
+
+def pingpong_binary():
+    """The native copy of the pingpong program (hack/images.sh build pingpong)."""
+    path = os.path.join(os.environ.get("AB_BUILD", os.path.join(ROOT, "build")), "pingpong")
+    if not os.access(path, os.X_OK):
+        raise HostError(f"{path} is missing: hack/images.sh build pingpong")
+    return path
+
+
 def registry_up():
     sh(os.path.join(HACK, "registry.sh"), "up")
 

@@ -21,11 +21,14 @@ def values(e):
     """(samples, unit, lower_is_better) of a result entry."""
     if e.get("scenario") == "http":
         return [x for x in e.get("rps", []) if x is not None], "req/s", False
+    if e.get("scenario") == "pingpong":  # the median round trip of each run
+        return [x for x in e.get("p50_us", []) if x is not None], "µs", True
     return e["times_s"], "s", True
 
 
 def cell_key(e):
-    return (e.get("profile"), e.get("image"), e.get("scenario"), e.get("container"), e.get("concurrent"))
+    return (e.get("profile"), e.get("image"), e.get("scenario"), e.get("container"), e.get("concurrent"),
+            e.get("endpoint"))
 
 
 def cell_name(e, kind):
@@ -34,6 +37,10 @@ def cell_name(e, kind):
     if kind == "checkpoint":
         c = f" (x{e['concurrent']})" if e.get("concurrent") else ""
         return f"{e['scenario']}: {e['container']}{c}"
+    if kind == "cpuquota":
+        return f"{e['scenario']} @ {e['container']} CPU"
+    if e.get("endpoint"):
+        return f"{e['scenario']} {e['endpoint']}: {e['container']}"
     return f"{e['scenario']}: {e['container']}"
 
 
@@ -84,7 +91,11 @@ def fmt_ratio(r, lower):
 def fmt_v(x, unit):
     if x is None:
         return "-"
-    return f"{x:.0f}" if unit == "req/s" else f"{x:.3f}"
+    if unit in ("req/s", "files/s"):
+        return f"{x:.0f}" if x >= 100 else f"{x:.2f}"
+    if unit == "µs":
+        return f"{x:.1f}"
+    return f"{x:.3f}"
 
 
 def summary_table(doc):
@@ -195,6 +206,9 @@ def write(outdir):
     st = spread_table(doc) or floor_table(doc)
     if st:
         md += [st, ""]
+    for section in (http_table(doc), pingpong_table(doc), cpuquota_tables(doc)):
+        if section:
+            md += [section, ""]
     for p in plots:
         md += [f"![{p}]({p})", ""]
     md += ["## Every sample", "", "| flavour | cell | params | n | median | min | max | samples | errors |",
@@ -289,8 +303,10 @@ def plot(doc, outdir):
             cells = groups.setdefault(values(e)[1], [])
             if c not in cells:
                 cells.append(c)
+        many = sum(len(c) for c in groups.values()) > 14
         fig, axes = plt.subplots(1, len(groups), squeeze=False,
-                                 figsize=(sum(max(4, 1.2 * len(c)) for c in groups.values()), 4))
+                                 figsize=(min(16, sum(max(4, (0.6 if many else 1.2) * len(c)) for c in groups.values())),
+                                          4.8 if many else 4))
         for ax, (unit, cells) in zip(axes[0], groups.items()):
             flavours = [f for f in ("stock", "patched", "runc") if any(e["flavor"] == f for e in res)]
             width = 0.8 / len(flavours)
@@ -305,9 +321,10 @@ def plot(doc, outdir):
                 ax.bar([i + (j - (len(flavours) - 1) / 2) * width for i in range(len(cells))], meds, width, yerr=[lo, hi],
                        capsize=3, label=f)
             ax.set_xticks(range(len(cells)))
-            ax.set_xticklabels(cells, rotation=30, ha="right", fontsize=8)
-            what = {"checkpoint": "checkpoint time"}.get(kind, "time")
-            ax.set_ylabel(f"{what} (s), median, min-max" if unit == "s" else "requests/s, median, min-max")
+            ax.set_xticklabels(cells, rotation=45 if many else 30, ha="right", fontsize=7 if many else 8)
+            what = {"checkpoint": "checkpoint time", "cpuquota": "time to read every file"}.get(kind, "time")
+            ax.set_ylabel({"s": f"{what} (s)", "req/s": "requests/s",
+                           "µs": "TCP round trip, p50 (µs)"}.get(unit, unit) + ", median, min-max")
             ax.grid(axis="y", alpha=0.3)
             ax.legend()
         fig.suptitle(f"{doc['suite']}: stock vs patched")
@@ -315,8 +332,422 @@ def plot(doc, outdir):
         name = f"{kind}.png"
         fig.savefig(os.path.join(outdir, name), dpi=120)
         out.append(name)
+        out += plot_placements(doc, outdir, plt) + plot_cpuquota(doc, outdir, plt)
     plt.close("all")
     return out
+
+
+# --- overhead: native, bridge, published port, host ------------------------
+
+PLACEMENTS = ("native", "bridge", "published", "host")
+PLACEMENT_NOTE = {"native": "a process in the test host", "bridge": "container on the bridge, at its address",
+                  "published": "container on the bridge, at 127.0.0.1 through a published port",
+                  "host": "container on the host network"}
+
+
+def _entries(doc, scenario, **match):
+    return [e for e in doc["results"] if e.get("scenario") == scenario
+            and all(e.get(k) == v for k, v in match.items())]
+
+
+def _placements(es):
+    seen = {e["container"] for e in es}
+    return [p for p in PLACEMENTS if p in seen]
+
+
+def _samples(es, flavour, placement, field):
+    for e in es:
+        if e["flavor"] == flavour and e["container"] == placement:
+            return [x for x in e.get(field, []) if x is not None]
+    return []
+
+
+def _med(xs):
+    s = stats.summary(xs)
+    return s["median"] if s else None
+
+
+def _vs(a, b, lower):
+    """a/b of medians with its interval, or '-'."""
+    return fmt_ratio(stats.ratio_ci(a, b), lower) if a and b else "-"
+
+
+def http_table(doc):
+    """Seed 004's comparison: per endpoint, requests/s and latency of the
+    server as a native process and in each container placement, per flavour,
+    each against native; the seed's requests/s beside where it gives them."""
+    es = _entries(doc, "http")
+    if not es:
+        return ""
+    seed = (doc.get("seed") or {}).get("http_rps") or {}
+    flavours = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
+    endpoints = list(dict.fromkeys(e.get("endpoint") or "/" for e in es))
+    head = ["endpoint", "placement"] + [f"{f} req/s" for f in flavours]
+    head += ["patched/stock [95% CI]"] if len(flavours) == 2 else []
+    head += [f"{f} / native [95% CI]" for f in flavours] + ["seed req/s", "seed / native"]
+    rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    lat = ["| endpoint | placement | " + " | ".join(f"{f} mean / p50 / p99 (ms)" for f in flavours) + " |",
+           "| --- | --- |" + " --- |" * len(flavours)]
+    for ep in endpoints:
+        sub = [e for e in es if (e.get("endpoint") or "/") == ep]
+        sd = seed.get(ep) or {}
+        for pl in _placements(sub):
+            rps = {f: _samples(sub, f, pl, "rps") for f in flavours}
+            cells = [ep, pl] + [f"{fmt_v(_med(rps[f]), 'req/s')}" for f in flavours]
+            if len(flavours) == 2:
+                cells.append(_vs(rps["patched"], rps["stock"], False))
+            for f in flavours:
+                native = _samples(sub, f, "native", "rps")
+                cells.append("1" if pl == "native" and native else _vs(rps[f], native, False))
+            sv, sn = sd.get(pl), sd.get("native")
+            cells.append(fmt_v(sv, "req/s") if isinstance(sv, (int, float)) else "-")
+            cells.append(f"{sv / sn:.2f}" if isinstance(sv, (int, float)) and isinstance(sn, (int, float)) and sn
+                         else "-")
+            rows.append("| " + " | ".join(cells) + " |")
+            lc = []
+            for f in flavours:
+                m = [_med(_samples(sub, f, pl, k)) for k in ("latency_mean_s", "times_s", "latency_p99_s")]
+                lc.append(" / ".join(f"{x * 1e3:.2f}" if x is not None else "-" for x in m))
+            lat.append(f"| {ep} | {pl} | " + " | ".join(lc) + " |")
+    used = _placements(es)
+    out = ["## HTTP: native, bridge, published port, host (seed 004)", "",
+           "The same server and the same wrk in each flavour's test host: "
+           + "; ".join(f"{p}: {PLACEMENT_NOTE[p]}" for p in used)
+           + ". Medians of the repetitions; \"/ native\" is each placement's requests/s over the native "
+             "process's in the same flavour (above 1: faster than native)."
+           + (" Seed 004 measured on a 4-vCPU AWS instance with wrk -t32 and Node 18; its bridge container was "
+              "reached through a published port." if seed else ""), ""]
+    out += rows + ["", "Latency (wrk's mean and percentiles, medians of the repetitions):", ""] + lat
+    return "\n".join(out) + "\n"
+
+
+def pingpong_table(doc):
+    """Seed 002's point: message passing over the container network. Round
+    trips of a small message per placement, per flavour, against native."""
+    es = _entries(doc, "pingpong")
+    if not es:
+        return ""
+    mp = (doc.get("seed") or {}).get("message_passing") or {}
+    flavours = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
+    head = ["placement"] + [f"{f} mean / p50 / p99 (µs)" for f in flavours]
+    head += ["patched/stock, p50 [95% CI]"] if len(flavours) == 2 else []
+    head += [f"{f} / native, p50 [95% CI]" for f in flavours]
+    head += ["seed: Docker / bare metal"] if mp else []
+    rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    n = {x for e in es for x in e.get("round_trips", []) if x}
+    cpus = {x for e in es for x in e.get("cpus", []) if x}
+    pinned = ""
+    if len(cpus) == 1:
+        srv, cli = cpus.pop().split(",")
+        pinned = (f". In each, the server runs on CPU {srv} and the client on CPU {cli}" if srv != cli
+                  else f". In each, both run on CPU {srv}")
+    for pl in _placements(es):
+        cells = [pl]
+        for f in flavours:
+            m = [_med(_samples(es, f, pl, k)) for k in ("mean_us", "p50_us", "p99_us")]
+            cells.append(" / ".join(fmt_v(x, "µs") for x in m))
+        p50 = {f: _samples(es, f, pl, "p50_us") for f in flavours}
+        if len(flavours) == 2:
+            cells.append(_vs(p50["patched"], p50["stock"], True))
+        for f in flavours:
+            native = _samples(es, f, "native", "p50_us")
+            cells.append("1" if pl == "native" and native else _vs(p50[f], native, True))
+        if mp:
+            v = mp.get("mpi_communication_time")
+            cells.append(f"{v:.2f} (MPI communication time)" if pl == "bridge" and isinstance(v, (int, float))
+                         else "-")
+        rows.append("| " + " | ".join(cells) + " |")
+    where = {"native": "two processes in the test host", "bridge": "two containers on the bridge network",
+             "host": "two containers on the host network"}
+    out = ["## TCP ping-pong: message passing (seed 002)", "",
+           f"A client and a server exchange a small message {', '.join(map(str, sorted(n)))} times, one round "
+           "trip after the other (hack/testimages/pingpong), as "
+           + "; ".join(f"{p}: {where[p]}" for p in _placements(es)) + pinned
+           + ". Each run's mean, median (p50) and 99th percentile round trip, medians of the repetitions; the "
+             "ratios are of the p50s (a run's mean moves with a few preempted round trips)."]
+    if mp:
+        said = [f"{what} {mp[k]}x bare metal's" for k, what in (("mpi_communication_time", "MPI communication time"),
+                                                                 ("run_time_mean", "run time on average"),
+                                                                 ("run_time_max", "run time at most"))
+                if isinstance(mp.get(k), (int, float))]
+        out[-1] += f" Seed 002 ({mp.get('note', 'MPI over the container network')}): " + ", ".join(said) + "."
+    return "\n".join(out + [""] + rows) + "\n"
+
+
+def plot_placements(doc, outdir, plt):
+    """overhead-placements.png: per endpoint (and ping-pong), each placement
+    against native, per flavour, with the seed's ratio beside."""
+    panels = []
+    seed = (doc.get("seed") or {}).get("http_rps") or {}
+    for ep in dict.fromkeys(e.get("endpoint") or "/" for e in _entries(doc, "http")):
+        sub = [e for e in _entries(doc, "http") if (e.get("endpoint") or "/") == ep]
+        panels.append((f"HTTP {ep}: requests/s", sub, "rps", False, seed.get(ep) or {}, "seed 004"))
+    pp = _entries(doc, "pingpong")
+    if pp:
+        mp = (doc.get("seed") or {}).get("message_passing") or {}
+        v = mp.get("mpi_communication_time")
+        panels.append(("TCP ping-pong: median round trip", pp, "p50_us", True,
+                       {"native": 1.0, "bridge": v} if isinstance(v, (int, float)) else {},
+                       "seed 002: MPI communication time"))
+    panels = [p for p in panels if "native" in _placements(p[1])]
+    if not panels:
+        return []
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4), squeeze=False)
+    for ax, (title, es, field, lower, sd, seed_label) in zip(axes[0], panels):
+        pls = _placements(es)
+        flavours = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
+        series = [(f, f"C{i}") for i, f in enumerate(flavours)]
+        has_seed = any(isinstance(sd.get(p), (int, float)) for p in pls if p != "native")
+        width = 0.8 / (len(series) + (1 if has_seed else 0))
+        for j, (f, colour) in enumerate(series):
+            native = _med(_samples(es, f, "native", field))
+            ys, lo, hi = [], [], []
+            for p in pls:
+                xs = _samples(es, f, p, field)
+                m = _med(xs)
+                r = m / native if m is not None and native else 0
+                ys.append(r)
+                lo.append(r - min(xs) / native if xs and native else 0)
+                hi.append(max(xs) / native - r if xs and native else 0)
+            ax.bar([i + (j - (len(series) - (0 if has_seed else 1)) / 2) * width for i in range(len(pls))], ys,
+                   width, yerr=[lo, hi], capsize=3, color=colour, label=f)
+        if has_seed:
+            sn = sd.get("native")
+            ys = [sd[p] / sn if isinstance(sd.get(p), (int, float)) and sn else 0 for p in pls]
+            ax.bar([i + (len(series) - (len(series)) / 2) * width for i in range(len(pls))], ys, width,
+                   color="0.75", hatch="//", edgecolor="0.4", label=seed_label)
+        ax.axhline(1, color="k", lw=0.8)
+        ax.set_xticks(range(len(pls)))
+        ax.set_xticklabels(pls)
+        ax.set_title(title, fontsize=9)
+        ax.set_ylabel("relative to native (" + ("lower" if lower else "higher") + " is better)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7, loc="lower left")
+    fig.suptitle(f"{doc['suite']}: each placement against a native process (medians, min-max)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "overhead-placements.png"), dpi=120)
+    return ["overhead-placements.png"]
+
+
+# --- cpuquota: workers against async I/O under a CPU limit (seed 003) ------
+
+def cpu_value(c, ncpu):
+    """A CPU limit for an axis: no limit counts as the machine's CPUs."""
+    return float(ncpu or 1) if c is None else float(c)
+
+
+def _cq_cells(doc):
+    """(mode labels in suite order, CPU limits from the most to the least)."""
+    es = [e for e in doc["results"] if "mode" in e]
+    modes = list(dict.fromkeys(e["scenario"] for e in es))
+    ncpu = (doc.get("machine") or {}).get("cpus")
+    cpus = sorted({e.get("cpus") for e in es}, key=lambda c: -cpu_value(c, ncpu) - (0.001 if c is None else 0))
+    return es, modes, cpus, ncpu
+
+
+def _cq(es, flavour, mode, cpus, field="times_s"):
+    for e in es:
+        if e["flavor"] == flavour and e["scenario"] == mode and e.get("cpus") == cpus:
+            return [x for x in e.get(field, []) if x is not None]
+    return []
+
+
+def crossover(doc, flavour):
+    """Per worker mode: the CPU limits where it beats async (time to read
+    every file, the ratio's 95% interval below 1), where it loses (above 1),
+    and where the two cannot be told apart."""
+    es, modes, cpus, _ = _cq_cells(doc)
+    if "async" not in modes:
+        return {}
+    out = {}
+    for m in modes:
+        if not m.startswith("workers"):
+            continue
+        pays, ties, costs = [], [], []
+        for c in cpus:
+            r = stats.ratio_ci(_cq(es, flavour, m, c), _cq(es, flavour, "async", c))
+            if not r:
+                continue
+            (ties if not r["significant"] else pays if r["ratio"] < 1 else costs).append(c)
+        out[m] = (pays, ties, costs)
+    return out
+
+
+def cpus_phrase(cs):
+    """[None, 1.5, 1] -> 'with no CPU limit and at 1.5 and 1 CPUs'"""
+    nums = [f"{c:g}" for c in cs if c is not None]
+    parts = ["with no CPU limit"] if None in cs else []
+    if nums:
+        listed = nums[0] if len(nums) == 1 else ", ".join(nums[:-1]) + " and " + nums[-1]
+        parts.append(f"at {listed} CPU" + ("" if nums == ["1"] else "s"))
+    return " and ".join(parts)
+
+
+def _cpus_label(c):
+    return "unlimited" if c is None else f"{c:g}"
+
+
+def cpuquota_tables(doc):
+    es, modes, cpus, ncpu = _cq_cells(doc)
+    if not es:
+        return ""
+    flavours = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
+    out = ["## Where workers stop paying (seed 003)", "",
+           "Time to read every file (median of the repetitions, seconds; files/s in brackets) per CPU limit "
+           "(`docker run --cpus`), per way of reading: one file after the other, Promise.all over every file "
+           "(libuv's pool does the I/O), or N worker threads each reading a slice with Promise.all. "
+           "\"workers / async\": above 1, the workers are slower than plain async I/O.", ""]
+    worker_modes = [m for m in modes if m.startswith("workers")]
+    for f in flavours:
+        head = ["CPUs"] + modes + (["fastest"]) + ([f"{m} / async" for m in worker_modes] if "async" in modes else [])
+        out += [f"**{f}**", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        for c in cpus:
+            cells = [_cpus_label(c)]
+            best = None
+            for m in modes:
+                t, fps = _med(_cq(es, f, m, c)), _med(_cq(es, f, m, c, "files_per_s"))
+                cells.append(f"{t:.3f} ({fps:.0f})" if t is not None and fps is not None else "-")
+                if t is not None and (best is None or t < best[0]):
+                    best = (t, m)
+            cells.append(best[1] if best else "-")
+            if "async" in modes:
+                a = _cq(es, f, "async", c)
+                cells += [_vs(_cq(es, f, m, c), a, True) for m in worker_modes]
+            out.append("| " + " | ".join(cells) + " |")
+        verdicts = crossover(doc, f)
+        if verdicts:
+            out.append("")
+        for m, (pays, ties, costs) in verdicts.items():
+            said = [f"{what} {cpus_phrase(cs)}" for what, cs in (("faster than async", pays),
+                                                                 ("slower", costs), ("no different", ties)) if cs]
+            verdict = f"{m}: " + "; ".join(said)
+            out.append(f"- {verdict}.")
+        out.append("")
+    # CPU time and throttling: why the workers stop paying
+    out += ["CPU time the reader used (user and system, every thread) and the time the CFS quota held it back "
+            "(cpu.stat's throttled time, summed over the CPUs it waited on), medians in seconds:", "",
+            "| CPUs | mode | " + " | ".join(f"{f} CPU time / throttled" for f in flavours) + " |",
+            "| --- | --- |" + " --- |" * len(flavours)]
+    for c in cpus:
+        for m in modes:
+            cells = []
+            for f in flavours:
+                cu, th = _med(_cq(es, f, m, c, "cpu_s")), _med(_cq(es, f, m, c, "throttled_s"))
+                cells.append(f"{cu:.2f} / {th:.2f}" if cu is not None and th is not None else
+                             (f"{cu:.2f} / -" if cu is not None else "-"))
+            out.append(f"| {_cpus_label(c)} | {m} | " + " | ".join(cells) + " |")
+    seed = doc.get("seed") or {}
+    runs = seed.get("runs") or []
+    if runs:
+        sf = seed.get("files")
+        wl = doc.get("workload") or {}
+        ours = (f"; ours read {wl['files']} files of {units.human_size(wl['file_size'])}"
+                if wl.get("files") and wl.get("file_size") else "")
+        out += ["", "### The seed's published runs beside ours", "",
+                f"Seed 003 read {sf or '?'} files" + (f" of {seed['file_size']}" if seed.get("file_size") else "")
+                + (f" ({seed['note']})" if seed.get("note") else "") + ours
+                + ". Files per second puts the runs on one scale.", ""]
+        head = ["seed run", "mode", "CPUs", "seed: time (median, runs)", "seed files/s"] + \
+            [f"ours, {f}: files/s" for f in flavours]
+        out += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        for r in runs:
+            ts = [x for x in r.get("elapsed_s", []) if isinstance(x, (int, float))]
+            mode = r.get("mode", "")
+            label = f"workers x{r.get('workers')}" if mode == "workers" else mode
+            c = None if r.get("cpus", "unlimited") == "unlimited" else float(r["cpus"])
+            med = _med(ts)
+            ours = []
+            for f in flavours:
+                v = _med(_cq(es, f, label, c, "files_per_s"))
+                ours.append(fmt_v(v, "files/s") if v is not None else "not measured")
+            out.append("| " + " | ".join([r.get("label", label), label, _cpus_label(c),
+                                         f"{med:.2f} s ({len(ts)})" if med else "-",
+                                         fmt_v(sf / med, "files/s") if med and sf else "-"] + ours) + " |")
+    return "\n".join(out) + "\n"
+
+
+def plot_cpuquota(doc, outdir, plt):
+    """cpuquota.png's companion, cpuquota-workers.png: (a) files/s against
+    the CPU limit per mode and flavour, the seed's runs as markers; (b) each
+    worker mode's time over async's: above 1 the workers cost."""
+    es, modes, cpus, ncpu = _cq_cells(doc)
+    if not es:
+        return []
+    flavours = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
+    style = {"stock": "--", "patched": "-"}
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 5.2))
+    xs = [cpu_value(c, ncpu) for c in cpus]
+    for i, m in enumerate(modes):
+        for f in flavours:
+            pts = [(x, _cq(es, f, m, c, "files_per_s")) for x, c in zip(xs, cpus)]
+            pts = [(x, v) for x, v in pts if v]
+            if not pts:
+                continue
+            med = [_med(v) for _, v in pts]
+            a1.errorbar([x for x, _ in pts], med, yerr=[[m_ - min(v) for m_, (_, v) in zip(med, pts)],
+                                                        [max(v) - m_ for m_, (_, v) in zip(med, pts)]],
+                        color=f"C{i}", ls=style.get(f, "-"), marker="o", ms=4, capsize=3, label=f"{m} ({f})")
+    seed = doc.get("seed") or {}
+    sf = seed.get("files")
+    seen_seed = False
+    for r in seed.get("runs") or []:
+        ts = [x for x in r.get("elapsed_s", []) if isinstance(x, (int, float))]
+        if not ts or not sf:
+            continue
+        mode = r.get("mode", "")
+        label = f"workers x{r.get('workers')}" if mode == "workers" else mode
+        c = None if r.get("cpus", "unlimited") == "unlimited" else float(r["cpus"])
+        colour = f"C{modes.index(label)}" if label in modes else "0.4"
+        a1.plot([cpu_value(c, ncpu)], [sf / _med(ts)], marker="D", mfc="none", mec=colour, ms=9, mew=1.5, ls="none")
+        seen_seed = True
+    a1.set_ylabel("files read per second (median, min-max)")
+    a1.set_title("(a) throughput against the CPU limit")
+    a1.set_ylim(bottom=0)
+    worker_modes = [m for m in modes if m.startswith("workers")]
+    if "async" in modes and worker_modes:
+        for i, m in enumerate(modes):
+            if m not in worker_modes:
+                continue
+            for f in flavours:
+                pts = []
+                for x, c in zip(xs, cpus):
+                    r = stats.ratio_ci(_cq(es, f, m, c), _cq(es, f, "async", c))
+                    if r:
+                        pts.append((x, r))
+                if not pts:
+                    continue
+                ys = [r["ratio"] for _, r in pts]
+                lo = [r["ratio"] - (r["lo"] if r["lo"] is not None else r["ratio"]) for _, r in pts]
+                hi = [(r["hi"] if r["hi"] is not None else r["ratio"]) - r["ratio"] for _, r in pts]
+                a2.errorbar([x for x, _ in pts], ys, yerr=[lo, hi], color=f"C{i}", ls=style.get(f, "-"), marker="o",
+                            ms=4, capsize=3, label=f"{m} ({f})")
+        a2.axhline(1, color="k", lw=0.8)
+        top = max(a2.get_ylim()[1], 1.1)
+        a2.axhspan(1, top, color="C3", alpha=0.07)
+        a2.text(0.02, 0.97, "above 1: workers slower than async", transform=a2.transAxes, va="top", fontsize=8,
+                color="C3")
+        a2.set_ylim(min(a2.get_ylim()[0], 0.9), top)
+        a2.set_ylabel("time with workers / time with async (95% CI)")
+        a2.set_title("(b) where workers stop paying")
+    else:
+        a2.set_visible(False)
+    for a in (a1, a2):
+        a.set_xticks(xs)
+        a.set_xticklabels([("unlimited\n(" + f"{ncpu}" + " CPUs)") if c is None else f"{c:g}" for c in cpus])
+        a.set_xlabel("CPU limit (docker run --cpus)")
+        a.grid(alpha=0.3)
+    # One legend for both panels: a colour per mode, a line style per flavour.
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], color=f"C{i}", marker="o", ms=4, label=m) for i, m in enumerate(modes)]
+    handles += [Line2D([], [], color="0.3", ls=style.get(f, "-"), label=f) for f in flavours]
+    if seen_seed:
+        handles.append(Line2D([], [], color="0.3", marker="D", mfc="none", ms=8, ls="none",
+                              label="seed 003's runs (files/s; colour: mode)"))
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 5), fontsize=8, frameon=False)
+    fig.suptitle(f"{doc['suite']}: reading many small files, worker threads against async I/O")
+    fig.tight_layout(rect=(0, 0.08 + 0.04 * ((len(handles) - 1) // 5), 1, 1))
+    fig.savefig(os.path.join(outdir, "cpuquota-workers.png"), dpi=120)
+    return ["cpuquota-workers.png"]
 
 
 # --- zns: placement replays ---------------------------------------------

@@ -8,14 +8,17 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import shlex
 import signal
+import subprocess
 import sys
 import tempfile
 import time
 
 from . import hosts, units, zns
+from .suite import cpus_label, mode_label
 
 
 class Results:
@@ -101,6 +104,68 @@ def interleave(variants, rep):
     return out
 
 
+def rotate(items, rep):
+    """items started at a different one each repetition, so that no item is
+    always measured first (or right after the same one)."""
+    items = list(items)
+    k = rep % len(items) if items else 0
+    return items[k:] + items[:k]
+
+
+_WRK_UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
+
+
+def parse_wrk(text):
+    """wrk --latency output -> rps, requests, mean/p50/p99 latency (s) and the
+    errors it reports (socket errors, non-2xx answers)."""
+    out = {}
+    m = re.search(r"Requests/sec:\s*([\d.]+)", text)
+    out["rps"] = float(m.group(1)) if m else None
+    m = re.search(r"^\s*(\d+) requests in", text, re.M)
+    out["requests"] = int(m.group(1)) if m else None
+
+    def secs(pat):
+        m = re.search(pat, text, re.M)
+        return round(float(m.group(1)) * _WRK_UNIT[m.group(2)], 9) if m else None
+    out["mean_s"] = secs(r"^\s*Latency\s+([\d.]+)(us|ms|s|m)\b")
+    out["p50_s"] = secs(r"^\s*50%\s+([\d.]+)(us|ms|s|m)\b")
+    out["p99_s"] = secs(r"^\s*99%\s+([\d.]+)(us|ms|s|m)\b")
+    errs = []
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    if m and any(int(x) for x in m.groups()):
+        errs.append("socket errors: " + ", ".join(f"{k} {v}" for k, v in
+                                                  zip(("connect", "read", "write", "timeout"), m.groups())))
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    if m:
+        errs.append(f"{m.group(1)} non-2xx answers")
+    out["errors"] = "; ".join(errs)
+    return out
+
+
+def parse_json_line(text):
+    """The last line of text that is a JSON object, or None."""
+    for line in reversed((text or "").strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None
+
+
+SEED003_LINE = b"longonglndinfdfkjds"
+
+
+def seed003_text(size):
+    """Seed 003's file body: its text repeated and a newline (19001 bytes at
+    the seed's 1000 repetitions), cut or extended to size bytes."""
+    if size <= 1:
+        return b"\n"[:size]
+    reps = -(-(size - 1) // len(SEED003_LINE))
+    return (SEED003_LINE * reps)[:size - 1] + b"\n"
+
+
 def params_label(p):
     return ",".join(f"{k}={v}" for k, v in sorted(p.items())) or "defaults"
 
@@ -142,8 +207,18 @@ class Runner:
             apps = sorted({c.image.split("/")[-1].split(":")[0] for c in self.s.containers if c.image})
             if apps:
                 hosts.build_images(*apps)
-        if self.s.kind == "overhead" and "http" in self.s.workloads:
-            hosts.build_images("nginx")
+        if self.s.kind == "cpuquota":
+            # Promise.all opens every file before the first read completes;
+            # a container cannot raise its descriptor limit above the hard
+            # limit the daemon has where root lacks CAP_SYS_RESOURCE.
+            need = self.s.cpuquota.files + 1024
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            if hard != resource.RLIM_INFINITY and need > hard:
+                raise hosts.HostError(f"files: {self.s.cpuquota.files} files need {need} open files at once; "
+                                      f"this host's hard limit is {hard} (ulimit -Hn)")
+        extra = self.extra_images()
+        if extra:
+            hosts.build_images(*extra)
         hosts.registry_up()
         for f in self.s.flavours:
             d = hosts.Daemon(f)
@@ -151,8 +226,17 @@ class Runner:
             d.up(first)
             self.daemons[f] = d
             self.results.doc["daemons"][f] = {"version": d.version}
-            d.load("busybox", "memholder")
+            d.load("busybox", "memholder", *extra)
         self.results.save()
+
+    def extra_images(self):
+        """The images a suite needs beyond busybox and memholder."""
+        s = self.s
+        if s.kind == "overhead":
+            return ([s.http.server] if s.http else []) + (["pingpong"] if s.pingpong else [])
+        if s.kind == "cpuquota":
+            return ["node"]
+        return []
 
     def teardown(self):
         for f in list(self.daemons):
@@ -360,7 +444,9 @@ class Runner:
     # --- overhead -------------------------------------------------------
     def run_overhead(self):
         s = self.s
-        steps = {"run": 1, "cpu": 2, "http": 2, "files": 2}
+        steps = {"run": 1, "cpu": 2, "files": 2,
+                 "http": len(s.http.networks) * len(s.http.endpoints) if s.http else 0,
+                 "pingpong": len(s.pingpong.networks) if s.pingpong else 0}
         prog = Progress(sum(steps[w] for w in s.workloads) * s.repetitions * len(self.daemons))
         for rep in range(s.repetitions):
             for f, _ in interleave([(f, None) for f in self.daemons], rep):
@@ -428,34 +514,216 @@ class Runner:
                           "scenario": "files", "container": "container"}, t, err)
         prog.step(f"overhead files container {d.flavour} rep {rep + 1}: {t:.2f}s" if t else f"files container FAILED {err}")
 
+    # --- overhead: servers in each network placement ---------------------
+    # native: a process in the flavour's test host (its network namespace),
+    # the same program the containers run; bridge: a container on the
+    # default bridge, reached at its address; published: the same behind
+    # a published port, reached at 127.0.0.1 (seed 004's -p 3000:3000, through
+    # the daemon's port mapping); host: a container on the host network.
+
+    def native(self, d, argv, cwd=None):
+        """Start argv in the flavour's test host; returns the Popen."""
+        log = open(os.path.join(self.tmp, f"native-{os.path.basename(argv[0])}.log"), "w")
+        try:
+            # nsenter without --fork execs argv: the Popen's pid is the server's
+            return subprocess.Popen(["nsenter", f"--net={d.netns()}", *argv], cwd=cwd, stdin=subprocess.DEVNULL,
+                                    stdout=log, stderr=subprocess.STDOUT)
+        finally:
+            log.close()
+
+    @staticmethod
+    def stop_native(p):
+        if p is None or p.poll() is not None:
+            return
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+    def ip_of(self, d, name):
+        return d.docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                        name).stdout.strip()
+
+    def wait_http(self, d, url, proc=None, name=None, limit=20):
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            if hosts.sh("nsenter", f"--net={d.netns()}", "curl", "-fs", "-m", "5", "-o", "/dev/null", url,
+                        check=False).returncode == 0:
+                return
+            if proc is not None and proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        why = ""
+        if name:
+            why = d.docker("logs", "--tail", "5", name, check=False).stderr.strip()
+        raise hosts.HostError(f"{url}: the server did not answer within {limit}s {why}".strip())
+
+    def http_dir(self, d):
+        """The node server's directory on the data-root's disk: app.js, and
+        testfile.txt of /disk-io (the seed mounted its home directory)."""
+        path = os.path.join(d.vardir(), "abov-http")
+        os.makedirs(path, exist_ok=True)
+        shutil.copyfile(os.path.join(hosts.HACK, "testimages", "node", "app.js"), os.path.join(path, "app.js"))
+        return path
+
+    def start_http(self, d, net):
+        """Start the suite's server placed as net: (url base, Popen or None, container name or None)."""
+        h = self.s.http
+        name = f"abov-http-{net}"
+        if h.server == "node":
+            app = self.http_dir(d)
+            if net == "native":
+                return f"http://127.0.0.1:{h.port}", self.native(d, [hosts.node_binary(), "app.js"], cwd=app), None
+            image = ["-v", f"{app}:/usr/src/app", "-w", "/usr/src/app", "ab/node", "node", "app.js"]
+        else:
+            image = ["ab/nginx"]
+        net_args = {"bridge": [], "published": ["-p", f"{h.port}:{h.port}"], "host": ["--network", "host"]}[net]
+        d.docker("run", "-d", "--name", name, *net_args, *image)
+        ip = self.ip_of(d, name) if net == "bridge" else "127.0.0.1"
+        return f"http://{ip}:{h.port}", None, name
+
     def overhead_http(self, d, rep, prog):
-        if rep == 0:
-            d.load("nginx")
-        for net in ("bridge", "host"):
-            name = f"abov-http-{net}"
-            d.docker("run", "-d", "--name", name, "--network", net, "ab/nginx")
+        h = self.s.http
+        for net in rotate(h.networks, rep):
+            proc = name = None
             try:
-                ip = "127.0.0.1" if net == "host" else d.docker(
-                    "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name).stdout.strip()
-                url = f"http://{ip}/1k.txt"
-                for _ in range(100):
-                    if hosts.sh("nsenter", f"--net={d.netns()}", "curl", "-fs", "-o", "/dev/null", url,
-                                check=False).returncode == 0:
-                        break
-                    time.sleep(0.1)
-                p = hosts.sh("nsenter", f"--net={d.netns()}", "wrk", "-t", "2", "-c", "32", "-d", "5s",
-                             "--latency", url, check=False)
-                rps = re.search(r"Requests/sec:\s*([\d.]+)", p.stdout or "")
-                lat = re.search(r"^\s+50%\s+([\d.]+)(us|ms|s)", p.stdout or "", re.M)
-                err = None if rps else (p.stderr or p.stdout or "wrk failed").strip()[-300:]
-                key = {"flavor": d.flavour, "profile": None, "image": "ab/nginx", "params": d.config,
-                       "scenario": "http", "container": net}
-                p50 = float(lat.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1}[lat.group(2)] if lat else None
-                self.results.add(key, p50, err, rps=float(rps.group(1)) if rps else None)
-                prog.step(f"overhead http {net} {d.flavour} rep {rep + 1}: "
-                          + (f"{float(rps.group(1)):.0f} req/s" if rps else "FAILED"))
+                try:
+                    base, proc, name = self.start_http(d, net)
+                    self.wait_http(d, base + h.endpoints[0], proc, name)
+                except hosts.HostError as e:
+                    # this placement's cells get the error; the suite goes on
+                    for ep in h.endpoints:
+                        self.results.add({"flavor": d.flavour, "profile": None, "image": f"ab/{h.server}",
+                                          "params": d.config, "scenario": "http", "container": net, "endpoint": ep},
+                                         None, str(e)[:300])
+                        prog.step(f"overhead http {ep} {net} {d.flavour} rep {rep + 1}: FAILED {str(e)[:200]}")
+                    continue
+                for ep in h.endpoints:
+                    url = base + ep
+                    wrk = ["nsenter", f"--net={d.netns()}", "wrk", "-t", str(h.threads), "-c", str(h.connections[ep])]
+                    if h.warmup_s:
+                        hosts.sh(*wrk, "-d", f"{h.warmup_s:g}s", url, check=False)
+                    p = hosts.sh(*wrk, "-d", f"{h.duration_s:g}s", "--latency", url, check=False)
+                    w = parse_wrk(p.stdout or "")
+                    err = None
+                    if w.get("rps") is None:
+                        err = (p.stderr or p.stdout or "wrk failed").strip()[-300:]
+                    elif w.get("errors"):
+                        err = f"wrk: {w['errors']}"
+                    key = {"flavor": d.flavour, "profile": None, "image": f"ab/{h.server}", "params": d.config,
+                           "scenario": "http", "container": net, "endpoint": ep}
+                    self.results.add(key, w.get("p50_s"), err, rps=w.get("rps"), latency_mean_s=w.get("mean_s"),
+                                     latency_p99_s=w.get("p99_s"), requests=w.get("requests"))
+                    prog.step(f"overhead http {ep} {net} {d.flavour} rep {rep + 1}: "
+                              + (f"{w['rps']:.0f} req/s, p50 {w['p50_s'] * 1e3:.2f} ms" if w.get("rps") is not None
+                                 else "FAILED"))
             finally:
-                d.docker("rm", "-f", name, check=False)
+                self.stop_native(proc)
+                if name:
+                    d.docker("rm", "-f", name, check=False)
+
+    PINGPONG_PORT = 7000
+
+    def overhead_pingpong(self, d, rep, prog):
+        """Round trips of a small message between two processes: two native
+        processes in the test host, two containers on the bridge, two on the
+        host network (seed 002: MPI's messages over Docker's virtual network)."""
+        pp = self.s.pingpong
+        args = ["-n", str(pp.round_trips), "-warmup", str(pp.warmup), "-size", str(pp.size)]
+        srv = ["pingpong", "server", "-listen", f":{self.PINGPONG_PORT}", "-size", str(pp.size)]
+        scpu, ccpu = pp.cpus(os.cpu_count() or 1)
+        taskset = lambda cpu: ["taskset", "-c", cpu] if cpu is not None else []
+        cpuset = lambda cpu: ["--cpuset-cpus", cpu] if cpu is not None else []
+        for net in rotate(pp.networks, rep):
+            proc = name = None
+            try:
+                if net == "native":
+                    proc = self.native(d, taskset(scpu) + [hosts.pingpong_binary()] + srv[1:])
+                    p = hosts.sh("nsenter", f"--net={d.netns()}", *taskset(ccpu), hosts.pingpong_binary(), "client",
+                                 "-connect", f"127.0.0.1:{self.PINGPONG_PORT}", *args, check=False, timeout=600)
+                else:
+                    name = f"abov-pp-{net}"
+                    net_args = ["--network", "host"] if net == "host" else []
+                    p = d.docker("run", "-d", "--name", name, *net_args, *cpuset(scpu), "ab/pingpong", *srv,
+                                 check=False)
+                    if p.returncode == 0:
+                        ip = self.ip_of(d, name) if net == "bridge" else "127.0.0.1"
+                        p = d.docker("run", "--rm", *net_args, *cpuset(ccpu), "ab/pingpong", "pingpong", "client",
+                                     "-connect", f"{ip}:{self.PINGPONG_PORT}", *args, check=False)
+                r, err = parse_json_line(p.stdout), None
+                if r is None:
+                    err = ((p.stderr or "").strip().splitlines() or ["pingpong failed"])[-1][:300]
+                key = {"flavor": d.flavour, "profile": None, "image": None if net == "native" else "ab/pingpong",
+                       "params": d.config, "scenario": "pingpong", "container": net}
+                r = r or {}
+                self.results.add(key, r["p50_us"] / 1e6 if r else None, err, mean_us=r.get("mean_us"),
+                                 p50_us=r.get("p50_us"), p99_us=r.get("p99_us"), round_trips=r.get("round_trips"),
+                                 cpus=f"{scpu},{ccpu}" if scpu is not None else None)
+                prog.step(f"overhead pingpong {net} {d.flavour} rep {rep + 1}: "
+                          + (f"p50 {r['p50_us']:.1f} us, mean {r['mean_us']:.1f} us, p99 {r['p99_us']:.1f} us" if r
+                             else f"FAILED {err}"))
+            finally:
+                self.stop_native(proc)
+                if name:
+                    d.docker("rm", "-f", name, check=False)
+
+    # --- cpuquota -------------------------------------------------------
+    def cpuquota_files(self, d):
+        """Seed 003's directory: files of the seed's text, on the data-root's
+        disk, written once and read once (the runs read from the page cache,
+        as the seed's repeated runs did)."""
+        q = self.s.cpuquota
+        path = os.path.join(d.vardir(), "abcq-files")
+        os.makedirs(path, exist_ok=True)
+        body = seed003_text(q.file_size)
+        for i in range(q.files):
+            with open(os.path.join(path, f"file-{i}.txt"), "wb") as f:
+                f.write(body)
+        for i in range(q.files):
+            with open(os.path.join(path, f"file-{i}.txt"), "rb") as f:
+                f.read()
+        return path
+
+    def run_cpuquota(self):
+        s = self.s
+        q = s.cpuquota
+        dirs = {}
+        for f, d in self.daemons.items():
+            sys.stderr.write(f"==> {f}: {q.files} files of {units.human_size(q.file_size)}\n")
+            dirs[f] = self.cpuquota_files(d)
+        cells = q.cells()
+        self.results.doc["workload"] = {"files": q.files, "file_size": q.file_size, "cpus": q.cpus,
+                                        "modes": q.modes, "workers": q.workers}
+        self.results.save()
+        prog = Progress(len(q.cpus) * len(cells) * s.repetitions * len(self.daemons))
+        # Every descriptor at once: Promise.all opens all the files before
+        # the first read completes.
+        nofile = q.files + 1024  # checked against the hard limit in prepare()
+        for rep in range(s.repetitions):
+            for f, _ in interleave([(f, None) for f in self.daemons], rep):
+                d = self.daemons[f]
+                for cpus in rotate(q.cpus, rep):
+                    for mode, n in rotate(cells, rep):
+                        limit = ["--cpus", f"{cpus:g}"] if cpus is not None else []
+                        argv = ["node", "/app/readfiles.js", "/data", mode] + ([str(n)] if mode == "workers" else [])
+                        t0 = time.monotonic()
+                        p = d.docker("run", "--rm", *limit, "--ulimit", f"nofile={nofile}:{nofile}",
+                                     "-v", f"{dirs[f]}:/data:ro", "ab/node", *argv, check=False)
+                        wall = time.monotonic() - t0
+                        r = parse_json_line(p.stdout)
+                        err = None if r else ((p.stderr or "").strip().splitlines() or ["failed"])[-1][:300]
+                        r = r or {}
+                        key = {"flavor": f, "profile": None, "image": "ab/node", "params": d.config,
+                               "scenario": mode_label(mode, n), "container": cpus_label(cpus), "mode": mode,
+                               "workers": n, "cpus": cpus}
+                        self.results.add(key, r.get("elapsed_s"), err, files_per_s=r.get("files_per_s"),
+                                         cpu_s=r.get("cpu_s"), throttled_s=r.get("throttled_s"),
+                                         run_s=round(wall, 4))
+                        prog.step(f"cpuquota {mode_label(mode, n)} cpus={cpus_label(cpus)} {f} rep {rep + 1}: "
+                                  + (f"{r['elapsed_s']:.2f}s, {r['files_per_s']:.0f} files/s" if r
+                                     else f"FAILED {err}"))
 
     # --- zns ------------------------------------------------------------
     def run_zns(self):

@@ -8,12 +8,27 @@ from dataclasses import dataclass, field
 
 from . import units, zns
 
-KINDS = ("pull", "checkpoint", "overhead", "zns")
+KINDS = ("pull", "checkpoint", "overhead", "cpuquota", "zns")
 HOSTLESS = ("zns",)  # kinds that replay a model and start no daemons
 ZNS_KEYS = ("trace", "geometry", "policies", "placement")
 FLAVOURS = ("stock", "patched")
 SCENARIOS = ("alone", "together", "incremental")
-WORKLOADS = ("run", "cpu", "http", "files")
+WORKLOADS = ("run", "cpu", "http", "files", "pingpong")
+# Where the overhead suites put a server and its client (http, pingpong):
+# native processes in the flavour's test host, containers on the bridge
+# network (reached at their address), containers on the host network, and
+# (http) a bridge container behind a published port, reached at 127.0.0.1 as
+# seed 004's -p 3000:3000 was.
+NETWORKS = ("native", "bridge", "published", "host")
+HTTP_SERVERS = {  # server -> (endpoints it answers, port)
+    "node": (("/network", "/disk-io", "/cpu"), 3000),  # seed 004's app (hack/testimages/node/app.js)
+    "nginx": (("/1k.txt", "/100k.txt", "/index.html"), 80),  # static files
+}
+# wrk connections per endpoint when the suite does not say: seed 004's script
+# (-c400 for /network and /disk-io, -c4 for /cpu); 32 for nginx's files.
+HTTP_CONNECTIONS = {"/network": 400, "/disk-io": 400, "/cpu": 4}
+READ_MODES = ("sequential", "async", "workers")  # cpuquota: hack/testimages/node/readfiles.js
+CPUQUOTA_KEYS = ("cpus", "modes", "workers", "files", "file_size")
 
 
 class SuiteError(Exception):
@@ -49,6 +64,66 @@ class Container:
 
 
 @dataclass
+class HTTP:
+    """overhead http: wrk against a server in each network placement."""
+    server: str = "node"
+    networks: list = field(default_factory=lambda: ["native", "bridge", "host"])
+    endpoints: list = field(default_factory=list)
+    duration_s: float = 5.0
+    warmup_s: float = 1.0  # an untimed wrk run first (the server's JIT, connection set-up)
+    threads: int = 2
+    connections: dict = field(default_factory=dict)  # endpoint -> wrk connections
+
+    @property
+    def port(self):
+        return HTTP_SERVERS[self.server][1]
+
+
+@dataclass
+class PingPong:
+    """overhead pingpong: TCP round trips of a small message (hack/testimages/pingpong)."""
+    networks: list = field(default_factory=lambda: ["native", "bridge", "host"])
+    round_trips: int = 10000
+    warmup: int = 500
+    size: int = 64
+    # split: server on the first CPU, client on the last (two cores, as two
+    # MPI ranks are bound); same: both on the first; none: the scheduler's
+    # choice, which flips between runs (same CPU ~7 us here, two CPUs ~16 us)
+    pin: str = "split"
+
+    def cpus(self, ncpu):
+        """(server's CPU, client's CPU) as taskset and --cpuset-cpus take them, or (None, None)."""
+        if self.pin == "none":
+            return None, None
+        return "0", str(max(0, ncpu - 1) if self.pin == "split" else 0)
+
+
+@dataclass
+class CPUQuota:
+    """cpuquota: seed 003's file reader in a container per CPU limit and mode."""
+    cpus: list = field(default_factory=lambda: [None, 0.6])  # None: no limit
+    modes: list = field(default_factory=lambda: ["async", "workers"])
+    workers: list = field(default_factory=lambda: [4])
+    files: int = 10000
+    file_size: int = 19001  # the seed's: "longonglndinfdfkjds" x 1000 and a newline
+
+    def cells(self):
+        """(mode, workers) of every run, workers 0 for the other modes."""
+        out = []
+        for m in self.modes:
+            out += [(m, n) for n in self.workers] if m == "workers" else [(m, 0)]
+        return out
+
+
+def cpus_label(c):
+    return "unlimited" if c is None else f"{c:g}"
+
+
+def mode_label(mode, workers):
+    return f"workers x{workers}" if mode == "workers" else mode
+
+
+@dataclass
 class Flavour:
     name: str
     daemon: dict  # key -> value or list (a scan)
@@ -72,6 +147,9 @@ class Suite:
     containers: list = field(default_factory=list)
     scenarios: list = field(default_factory=list)
     workloads: list = field(default_factory=list)
+    http: HTTP = None  # overhead: the http workload's server, placements and wrk
+    pingpong: PingPong = None  # overhead: the pingpong workload
+    cpuquota: CPUQuota = None
     flavours: dict = field(default_factory=dict)
     leave_running: bool = False
     restore: bool = False
@@ -174,7 +252,7 @@ class _Validator:
     def suite(self, d):
         top = ("name", "kind", "repetitions", "description", "profile", "image", "flavor",
                "scenarios", "container", "workloads", "leave_running", "restore", "link_backend", "seed", "warmup", "floor",
-               "trace", "geometry", "policies", "placement")
+               "trace", "geometry", "policies", "placement", "http", "pingpong") + CPUQUOTA_KEYS
         self.keys(d, (), top, required=("name", "kind"))
         kind = d["kind"]
         if kind not in KINDS:
@@ -226,6 +304,24 @@ class _Validator:
                 if x not in WORKLOADS:
                     self.fail(("workloads",), f"workloads: '{x}' is not one of {', '.join(WORKLOADS)}")
             s.workloads = wl
+            for k in ("http", "pingpong"):
+                if k in d and k not in wl:
+                    self.fail(self.first(d, k), f"[{k}] configures the {k} workload, which workloads does not list")
+            if "http" in wl:
+                s.http = self.http(self.typed(d.get("http", {}), dict, ("http",), "an [http] table"))
+            if "pingpong" in wl:
+                s.pingpong = self.pingpong(self.typed(d.get("pingpong", {}), dict, ("pingpong",),
+                                                      "a [pingpong] table"))
+        elif kind == "cpuquota":
+            s.cpuquota = self.cpuquota(d)
+        if kind != "overhead":
+            for k in ("workloads", "http", "pingpong"):
+                if k in d:
+                    self.fail(self.first(d, k), f"{k} belongs to overhead suites, not {kind}")
+        if kind != "cpuquota":
+            for k in CPUQUOTA_KEYS:
+                if k in d:
+                    self.fail(self.first(d, k), f"{k} belongs to cpuquota suites, not {kind}")
         for k in ("profile", "image") if kind != "pull" else ():
             if k in d:
                 self.fail((k, 0), f"[[{k}]] belongs to pull suites, not {kind}")
@@ -243,11 +339,156 @@ class _Validator:
             return (k, next(iter(v)))
         return (k,)
 
+    # --- overhead: http, pingpong -------------------------------------------
+    def networks(self, t, w, allowed, default):
+        v = self.typed(t.get("networks", list(default)), list, w + ("networks",), "a list")
+        if not v:
+            self.fail(w + ("networks",), "networks: want at least one")
+        for x in v:
+            if x not in allowed:
+                self.fail(w + ("networks",), f"networks: '{x}' is not one of {', '.join(allowed)}")
+        if len(set(v)) != len(v):
+            self.fail(w + ("networks",), "networks: a placement is listed twice")
+        return v
+
+    def positive(self, t, w, k, default, desc="a positive integer"):
+        v = self.typed(t.get(k, default), int, w + (k,), desc)
+        if v < 1:
+            self.fail(w + (k,), f"{k}: want {desc}, got {v}")
+        return v
+
+    def seconds(self, t, w, k, default, minimum):
+        if k not in t:
+            return default
+        v = units.duration(self.unit(units.duration, self.typed(t[k], str, w + (k,), "a duration"), w + (k,)))
+        if v < minimum:
+            self.fail(w + (k,), f"{k}: want at least {minimum:g}s, got {t[k]}")
+        return v
+
+    def http(self, t):
+        """[http]: server (node: seed 004's app; nginx: static files), networks,
+        endpoints, and wrk's duration, warmup, threads and connections (a
+        number for every endpoint, or a table endpoint -> number)."""
+        w = ("http",)
+        self.keys(t, w, ("server", "networks", "endpoints", "duration", "warmup", "threads", "connections"))
+        h = HTTP()
+        h.server = self.typed(t.get("server", h.server), str, w + ("server",), "a server name")
+        if h.server not in HTTP_SERVERS:
+            self.fail(w + ("server",), f"server: '{h.server}' is not one of {', '.join(HTTP_SERVERS)}")
+        h.networks = self.networks(t, w, NETWORKS, h.networks)
+        if h.server == "nginx" and "native" in h.networks:
+            self.fail(w + ("networks",), "networks: 'native' needs server = \"node\" (the host runs the same "
+                                         "Node.js natively; nginx exists only in its image)")
+        known = HTTP_SERVERS[h.server][0]
+        h.endpoints = self.typed(t.get("endpoints", list(known if h.server == "node" else known[:1])), list,
+                                 w + ("endpoints",), "a list of paths")
+        if not h.endpoints:
+            self.fail(w + ("endpoints",), "endpoints: want at least one")
+        for e in h.endpoints:
+            if e not in known:
+                self.fail(w + ("endpoints",), f"endpoints: the {h.server} server has no '{e}' "
+                                              f"(it answers {', '.join(known)})")
+        if len(set(h.endpoints)) != len(h.endpoints):
+            self.fail(w + ("endpoints",), "endpoints: an endpoint is listed twice")
+        h.duration_s = self.seconds(t, w, "duration", h.duration_s, 1)
+        h.warmup_s = self.seconds(t, w, "warmup", h.warmup_s, 0)
+        h.threads = self.positive(t, w, "threads", h.threads)
+        c = t.get("connections")
+        default = {e: HTTP_CONNECTIONS.get(e, 32) for e in h.endpoints}
+        if c is None:
+            h.connections = default
+        elif isinstance(c, dict):
+            for e in c:
+                if e not in h.endpoints:
+                    self.fail(w + ("connections",), f"connections: '{e}' is not one of the endpoints "
+                                                    f"({', '.join(h.endpoints)})")
+            h.connections = {e: self.positive(c, w + ("connections",), e, default[e], "a number of connections")
+                             for e in h.endpoints}
+        else:
+            n = self.positive(t, w, "connections", 0, "a number of connections, or a table endpoint -> number")
+            h.connections = {e: n for e in h.endpoints}
+        for e, n in h.connections.items():
+            if n < h.threads:
+                self.fail(w + ("connections",), f"connections: {n} for {e} is fewer than the {h.threads} threads "
+                                                f"(wrk needs a connection per thread)")
+        return h
+
+    def pingpong(self, t):
+        w = ("pingpong",)
+        self.keys(t, w, ("networks", "round_trips", "warmup", "size", "pin"))
+        p = PingPong()
+        p.networks = self.networks(t, w, tuple(x for x in NETWORKS if x != "published"), p.networks)
+        p.round_trips = self.positive(t, w, "round_trips", p.round_trips)
+        p.warmup = self.typed(t.get("warmup", p.warmup), int, w + ("warmup",), "an integer >= 0")
+        if p.warmup < 0:
+            self.fail(w + ("warmup",), f"warmup: want an integer >= 0, got {p.warmup}")
+        if "size" in t:
+            p.size = units.size(self.unit(units.size, self.typed(t["size"], str, w + ("size",), "a size"),
+                                          w + ("size",)))
+            if not 1 <= p.size <= 1 << 20:
+                self.fail(w + ("size",), f"size: want 1B to 1MiB, got {t['size']}")
+        p.pin = self.typed(t.get("pin", p.pin), str, w + ("pin",), "split, same or none")
+        if p.pin not in ("split", "same", "none"):
+            self.fail(w + ("pin",), f"pin: '{p.pin}' is not one of split, same, none")
+        return p
+
+    # --- cpuquota -----------------------------------------------------------
+    def cpuquota(self, d):
+        """Seed 003: cpus (a list of CPU limits, "unlimited" for none), modes
+        (sequential, async, workers), workers (the worker counts of mode
+        workers), files and file_size (the directory read)."""
+        q = CPUQuota()
+        ncpu = os.cpu_count() or 1
+        cpus = self.typed(d.get("cpus", ["unlimited", 0.6]), list, ("cpus",), 'a list of CPU limits ("unlimited" or a number)')
+        if not cpus:
+            self.fail(("cpus",), "cpus: want at least one CPU limit")
+        q.cpus = []
+        for c in cpus:
+            if c == "unlimited":
+                v = None
+            elif isinstance(c, (int, float)) and not isinstance(c, bool):
+                if not 0.01 <= c <= ncpu:
+                    self.fail(("cpus",), f"cpus: {c} is outside 0.01 to {ncpu} (this machine's CPUs; "
+                                         f'"unlimited" for no limit)')
+                v = float(c)
+            else:
+                self.fail(("cpus",), f'cpus: want "unlimited" or a number of CPUs like 0.6, got {c!r}')
+            if v in q.cpus:
+                self.fail(("cpus",), f"cpus: {cpus_label(v)} is listed twice")
+            q.cpus.append(v)
+        q.modes = self.typed(d.get("modes", q.modes), list, ("modes",), "a list")
+        if not q.modes:
+            self.fail(("modes",), "modes: want at least one")
+        for m in q.modes:
+            if m not in READ_MODES:
+                self.fail(("modes",), f"modes: '{m}' is not one of {', '.join(READ_MODES)}")
+        if len(set(q.modes)) != len(q.modes):
+            self.fail(("modes",), "modes: a mode is listed twice")
+        if "workers" in d and "workers" not in q.modes:
+            self.fail(("workers",), "workers: worker counts need mode \"workers\" in modes")
+        q.workers = self.typed(d.get("workers", q.workers), list, ("workers",), "a list of worker counts")
+        if not q.workers:
+            self.fail(("workers",), "workers: want at least one worker count")
+        for n in q.workers:
+            if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 64:
+                self.fail(("workers",), f"workers: want worker counts from 1 to 64, got {n!r}")
+        if len(set(q.workers)) != len(q.workers):
+            self.fail(("workers",), "workers: a count is listed twice")
+        q.files = self.typed(d.get("files", q.files), int, ("files",), "a number of files")
+        if not 1 <= q.files <= 200000:
+            self.fail(("files",), f"files: want 1 to 200000, got {q.files}")
+        if "file_size" in d:
+            q.file_size = units.size(self.unit(units.size, self.typed(d["file_size"], str, ("file_size",), "a size"),
+                                               ("file_size",)))
+            if not 1 <= q.file_size <= 16 << 20:
+                self.fail(("file_size",), f"file_size: want 1B to 16MiB, got {d['file_size']}")
+        return q
+
     # --- zns ------------------------------------------------------------
     def zns(self, d, s):
         """A replay on a model of the device: no daemons, so none of their keys."""
         for k in ("flavor", "profile", "image", "container", "scenarios", "workloads", "leave_running",
-                  "restore", "link_backend"):
+                  "restore", "link_backend", "http", "pingpong") + CPUQUOTA_KEYS:
             if k in d:
                 self.fail(self.first(d, k), f"{k} belongs to suites that run daemons, not zns")
         pol = self.typed(d.get("policies", list(zns.POLICIES)), list, ("policies",), "a list")

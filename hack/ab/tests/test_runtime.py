@@ -1,0 +1,325 @@
+"""Run-time overhead suites (seeds 002-004): the overhead kind's http and
+pingpong tables, the cpuquota kind, the parsers of what the workloads print,
+and the reports that put the seeds' numbers beside ours."""
+import json
+import os
+import shutil
+import tempfile
+import textwrap
+import unittest
+
+from ab import report, runner, suite
+
+OVERHEAD = """
+name = "o"
+kind = "overhead"
+repetitions = 2
+workloads = ["http", "pingpong"]
+
+[http]
+server = "node"
+networks = ["native", "bridge", "host"]
+endpoints = ["/network", "/cpu"]
+duration = "3s"
+
+[pingpong]
+round_trips = 1000
+size = "64B"
+
+[flavor.stock]
+daemon = {}
+"""
+
+CPUQUOTA = """
+name = "q"
+kind = "cpuquota"
+repetitions = 2
+cpus = ["unlimited", 0.6]
+modes = ["async", "workers"]
+workers = [1, 4]
+files = 500
+file_size = "19001B"
+
+[flavor.stock]
+daemon = {}
+"""
+
+
+def load(text):
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write(textwrap.dedent(text))
+    try:
+        return suite.load(f.name)
+    finally:
+        os.unlink(f.name)
+
+
+class OverheadSuiteTest(unittest.TestCase):
+    def error(self, text):
+        with self.assertRaises(suite.SuiteError) as cm:
+            load(text)
+        return str(cm.exception)
+
+    def test_http_and_pingpong_tables(self):
+        s = load(OVERHEAD)
+        self.assertEqual(s.http.networks, ["native", "bridge", "host"])
+        self.assertEqual(s.http.duration_s, 3.0)
+        self.assertEqual(s.http.port, 3000)
+        # the seed's connections: 400, and 4 for /cpu
+        self.assertEqual(s.http.connections, {"/network": 400, "/cpu": 4})
+        self.assertEqual((s.pingpong.round_trips, s.pingpong.size), (1000, 64))
+        self.assertEqual(s.pingpong.networks, ["native", "bridge", "host"])
+        self.assertEqual((s.pingpong.pin, s.pingpong.cpus(2), s.pingpong.cpus(1)), ("split", ("0", "1"), ("0", "0")))
+
+    def test_defaults_when_the_tables_are_left_out(self):
+        s = load(OVERHEAD[:OVERHEAD.index("[http]")] + OVERHEAD[OVERHEAD.index("[flavor.stock]"):])
+        self.assertEqual(s.http.server, "node")
+        self.assertEqual(s.http.endpoints, ["/network", "/disk-io", "/cpu"])
+        self.assertEqual(s.pingpong.round_trips, 10000)
+
+    def test_connections_one_number_or_per_endpoint(self):
+        s = load(OVERHEAD.replace('duration = "3s"', 'duration = "3s"\nconnections = 64'))
+        self.assertEqual(s.http.connections, {"/network": 64, "/cpu": 64})
+        s = load(OVERHEAD.replace('duration = "3s"', 'duration = "3s"\nconnections = { "/cpu" = 8 }'))
+        self.assertEqual(s.http.connections, {"/network": 400, "/cpu": 8})
+        msg = self.error(OVERHEAD.replace('duration = "3s"', 'duration = "3s"\nconnections = { "/disk-io" = 8 }'))
+        self.assertRegex(msg, r":12: connections: '/disk-io' is not one of the endpoints")
+        msg = self.error(OVERHEAD.replace('duration = "3s"', 'duration = "3s"\nthreads = 8\nconnections = 4'))
+        self.assertIn("fewer than the 8 threads", msg)
+
+    def test_errors_name_the_line(self):
+        msg = self.error(OVERHEAD.replace('networks = ["native", "bridge", "host"]', 'networks = ["native", "vlan"]'))
+        self.assertRegex(msg, r":9: networks: 'vlan' is not one of native, bridge, published, host")
+        msg = self.error(OVERHEAD.replace('"/cpu"]', '"/cpu", "/metrics"]'))
+        self.assertRegex(msg, r":10: endpoints: the node server has no '/metrics'")
+        msg = self.error(OVERHEAD.replace('duration = "3s"', 'duration = "3 s"'))
+        self.assertRegex(msg, r":11: duration: bad duration '3 s'")
+        msg = self.error(OVERHEAD.replace('duration = "3s"', 'duration = "0.5s"'))
+        self.assertRegex(msg, r":11: duration: want at least 1s")
+        msg = self.error(OVERHEAD.replace("round_trips = 1000", "round_trips = 0"))
+        self.assertRegex(msg, r":14: round_trips: want a positive integer, got 0")
+        msg = self.error(OVERHEAD.replace('size = "64B"', 'size = "2MiB"'))
+        self.assertRegex(msg, r":15: size: want 1B to 1MiB")
+        msg = self.error(OVERHEAD.replace('round_trips = 1000', 'round_trips = 1000\nnetworks = ["published"]'))
+        self.assertRegex(msg, r":15: networks: 'published' is not one of native, bridge, host")
+        msg = self.error(OVERHEAD.replace('round_trips = 1000', 'round_trips = 1000\npin = "cores"'))
+        self.assertRegex(msg, r":15: pin: 'cores' is not one of split, same, none")
+        msg = self.error(OVERHEAD.replace('round_trips = 1000', 'round_trips = 1000\nmessages = 3'))
+        self.assertRegex(msg, r":15: unknown key 'messages' in \[pingpong\]")
+
+    def test_nginx_has_no_native_run(self):
+        msg = self.error(OVERHEAD.replace('server = "node"', 'server = "nginx"').replace('endpoints = ["/network", "/cpu"]',
+                                                                                         'endpoints = ["/1k.txt"]'))
+        self.assertRegex(msg, r":9: networks: 'native' needs server = \"node\"")
+        s = load(OVERHEAD.replace('server = "node"', 'server = "nginx"')
+                 .replace('networks = ["native", "bridge", "host"]', 'networks = ["bridge", "host"]')
+                 .replace('endpoints = ["/network", "/cpu"]', 'endpoints = ["/1k.txt"]'))
+        self.assertEqual((s.http.port, s.http.connections), (80, {"/1k.txt": 32}))
+
+    def test_a_table_without_its_workload(self):
+        msg = self.error(OVERHEAD.replace('workloads = ["http", "pingpong"]', 'workloads = ["http"]'))
+        self.assertRegex(msg, r":13: \[pingpong\] configures the pingpong workload, which workloads does not list")
+
+    def test_workload_keys_belong_to_their_kind(self):
+        msg = self.error(CPUQUOTA.replace('files = 500', 'files = 500\nworkloads = ["run"]'))
+        self.assertIn("workloads belongs to overhead suites, not cpuquota", msg)
+        msg = self.error(OVERHEAD.replace('repetitions = 2', 'repetitions = 2\ncpus = [0.5]'))
+        self.assertRegex(msg, r":5: cpus belongs to cpuquota suites, not overhead")
+
+
+class CPUQuotaSuiteTest(unittest.TestCase):
+    def error(self, text):
+        with self.assertRaises(suite.SuiteError) as cm:
+            load(text)
+        return str(cm.exception)
+
+    def test_good(self):
+        s = load(CPUQUOTA)
+        q = s.cpuquota
+        self.assertEqual(s.kind, "cpuquota")
+        self.assertEqual(q.cpus, [None, 0.6])
+        self.assertEqual(q.cells(), [("async", 0), ("workers", 1), ("workers", 4)])
+        self.assertEqual((q.files, q.file_size), (500, 19001))
+        self.assertEqual([suite.cpus_label(c) for c in q.cpus], ["unlimited", "0.6"])
+        self.assertEqual(suite.mode_label("workers", 4), "workers x4")
+
+    def test_errors_name_the_line(self):
+        msg = self.error(CPUQUOTA.replace('cpus = ["unlimited", 0.6]', 'cpus = ["none"]'))
+        self.assertRegex(msg, r":5: cpus: want \"unlimited\" or a number of CPUs like 0.6, got 'none'")
+        msg = self.error(CPUQUOTA.replace('cpus = ["unlimited", 0.6]', 'cpus = [0.6, 0.6]'))
+        self.assertRegex(msg, r":5: cpus: 0.6 is listed twice")
+        msg = self.error(CPUQUOTA.replace('cpus = ["unlimited", 0.6]', 'cpus = [4096]'))
+        self.assertRegex(msg, r":5: cpus: 4096 is outside 0.01 to \d+")
+        msg = self.error(CPUQUOTA.replace('cpus = ["unlimited", 0.6]', 'cpus = []'))
+        self.assertRegex(msg, r":5: cpus: want at least one CPU limit")
+        msg = self.error(CPUQUOTA.replace('modes = ["async", "workers"]', 'modes = ["async", "threads"]'))
+        self.assertRegex(msg, r":6: modes: 'threads' is not one of sequential, async, workers")
+        msg = self.error(CPUQUOTA.replace("workers = [1, 4]", "workers = [0]"))
+        self.assertRegex(msg, r":7: workers: want worker counts from 1 to 64, got 0")
+        msg = self.error(CPUQUOTA.replace('modes = ["async", "workers"]', 'modes = ["async"]'))
+        self.assertRegex(msg, r":7: workers: worker counts need mode \"workers\" in modes")
+        msg = self.error(CPUQUOTA.replace("files = 500", "files = 0"))
+        self.assertRegex(msg, r":8: files: want 1 to 200000, got 0")
+        msg = self.error(CPUQUOTA.replace('file_size = "19001B"', 'file_size = "19 KB"'))
+        self.assertRegex(msg, r":9: file_size: bad size '19 KB'")
+
+    def test_defaults(self):
+        s = load("""
+            name = "q"
+            kind = "cpuquota"
+            [flavor.patched]
+            daemon = {}
+        """)
+        self.assertEqual(s.cpuquota.cpus, [None, 0.6])
+        self.assertEqual(s.cpuquota.cells(), [("async", 0), ("workers", 4)])
+        self.assertEqual(s.repetitions, 3)
+
+
+WRK = """Running 3s test @ http://127.0.0.1:3000/network
+  2 threads and 400 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency    23.62ms   40.91ms 348.26ms   95.98%
+    Req/Sec    11.81k     4.88k   32.44k    70.00%
+  Latency Distribution
+     50%  816.00us
+     75%   20.52ms
+     90%   27.82ms
+     99%    1.20s
+  70601 requests in 3.02s, 12.66MB read
+  Socket errors: connect 0, read 3, write 0, timeout 0
+Requests/sec:  23351.57
+Transfer/sec:      4.19MB
+"""
+
+
+class ParseTest(unittest.TestCase):
+    def test_wrk(self):
+        w = runner.parse_wrk(WRK)
+        self.assertEqual((w["rps"], w["requests"]), (23351.57, 70601))
+        self.assertAlmostEqual(w["mean_s"], 0.02362)
+        self.assertAlmostEqual(w["p50_s"], 0.000816)
+        self.assertAlmostEqual(w["p99_s"], 1.2)
+        self.assertEqual(w["errors"], "socket errors: connect 0, read 3, write 0, timeout 0")
+        self.assertIsNone(runner.parse_wrk("unable to connect to 127.0.0.1:3000 Connection refused")["rps"])
+
+    def test_json_line(self):
+        self.assertEqual(runner.parse_json_line('noise\n{"mean_us": 7.5}\n'), {"mean_us": 7.5})
+        self.assertIsNone(runner.parse_json_line("pingpong: connection refused\n"))
+        self.assertIsNone(runner.parse_json_line(None))
+
+    def test_seed003_text(self):
+        body = runner.seed003_text(19001)
+        self.assertEqual(body, b"longonglndinfdfkjds" * 1000 + b"\n")
+        self.assertEqual(len(runner.seed003_text(4096)), 4096)
+        self.assertEqual(runner.seed003_text(1), b"\n")
+
+    def test_rotate(self):
+        self.assertEqual(runner.rotate(["a", "b", "c"], 0), ["a", "b", "c"])
+        self.assertEqual(runner.rotate(["a", "b", "c"], 4), ["b", "c", "a"])
+        self.assertEqual(runner.rotate([], 3), [])
+
+
+def _doc(kind, seed=None):
+    return {"suite": "t", "kind": kind, "repetitions": 3, "started": "x", "finished": "y",
+            "machine": {"cpu": "c", "cpus": 2, "memory_gib": 1, "kernel": "k"},
+            "daemons": {"stock": {"version": "a"}, "patched": {"version": "b"}}, "seed": seed or {}, "results": []}
+
+
+def _write(test, doc):
+    d = tempfile.mkdtemp()
+    test.addCleanup(shutil.rmtree, d, True)
+    with open(os.path.join(d, "results.json"), "w") as f:
+        json.dump(doc, f)
+    report.write(d)
+    with open(os.path.join(d, "report.md")) as f:
+        return d, f.read()
+
+
+class OverheadReportTest(unittest.TestCase):
+    def doc(self):
+        doc = _doc("overhead", {"http_rps": {"/network": {"native": 5692.10, "published": 6964.68, "host": 7594.72}},
+                                "message_passing": {"note": "MPI", "mpi_communication_time": 1.15}})
+        rps = {"native": [100.0, 102.0, 98.0], "bridge": [90.0, 91.0, 89.0], "published": [50.0, 51.0, 49.0],
+               "host": [99.0, 100.0, 101.0]}
+        rtt = {"native": [10.0, 10.2, 9.8], "bridge": [12.0, 12.1, 11.9], "host": [10.0, 10.1, 9.9]}
+        for f in ("stock", "patched"):
+            for pl, xs in rps.items():
+                doc["results"].append({"flavor": f, "profile": None, "image": "ab/node", "params": {},
+                                       "scenario": "http", "container": pl, "endpoint": "/network",
+                                       "times_s": [0.005] * 3, "rps": xs, "latency_mean_s": [0.006] * 3,
+                                       "latency_p99_s": [0.05] * 3, "errors": []})
+            for pl, xs in rtt.items():
+                doc["results"].append({"flavor": f, "profile": None, "image": "ab/pingpong", "params": {},
+                                       "scenario": "pingpong", "container": pl, "times_s": [x / 1e6 for x in xs],
+                                       "mean_us": [x + 1 for x in xs], "p50_us": xs, "p99_us": [x * 2 for x in xs], "cpus": ["0,1"] * 3,
+                                       "round_trips": [5000] * 3, "errors": []})
+        return doc
+
+    def test_http_table_puts_the_seed_beside(self):
+        d, md = _write(self, self.doc())
+        self.assertIn("## HTTP: native, bridge, published port, host (seed 004)", md)
+        # native row: the seed's requests/s; published: ours 0.50 of native, the seed's 1.22
+        self.assertRegex(md, r"\| /network \| native \| 100 \| 100 \| 1.00 \[[\d.]+, [\d.]+\] \(n.s.\) \| 1 \| 1 \| "
+                             r"5692 \| 1.00 \|")
+        self.assertRegex(md, r"\| /network \| published \| 50\.00 \| 50\.00 \| .* \| 0\.50 \[.*\] worse \| "
+                             r"0\.50 \[.*\] worse \| 6965 \| 1\.22 \|")
+        self.assertRegex(md, r"\| /network \| bridge \| .* \| - \| - \|")
+        self.assertIn("| /network | native | 6.00 / 5.00 / 50.00 | 6.00 / 5.00 / 50.00 |", md)
+        self.assertTrue(os.path.getsize(os.path.join(d, "overhead-placements.png")) > 1000)
+
+    def test_pingpong_table(self):
+        _, md = _write(self, self.doc())
+        self.assertIn("## TCP ping-pong: message passing (seed 002)", md)
+        self.assertIn("exchange a small message 5000 times", md)
+        self.assertIn("In each, the server runs on CPU 0 and the client on CPU 1.", md)
+        self.assertRegex(md, r"\| bridge \| 13\.0 / 12\.0 / 24\.0 \| 13\.0 / 12\.0 / 24\.0 \| 1\.00 .* \| "
+                             r"1\.20 \[.*\] worse \| 1\.20 \[.*\] worse \| 1\.15 \(MPI communication time\) \|")
+        self.assertIn("MPI communication time 1.15x bare metal's", md)
+        # the summary's unit for round trips
+        self.assertIn("| pingpong: bridge | 12.0 µs (defaults) | 12.0 µs |", md)
+
+
+class CPUQuotaReportTest(unittest.TestCase):
+    def doc(self):
+        seed = {"files": 100000, "file_size": "19001 B",
+                "runs": [{"label": "Promise.all", "mode": "async", "cpus": "unlimited", "elapsed_s": [12.0, 13.0, 14.0]},
+                         {"label": "4 workers at 0.6", "mode": "workers", "workers": 4, "cpus": 0.6,
+                          "elapsed_s": [20.0]}]}
+        doc = _doc("cpuquota", seed)
+        doc["workload"] = {"files": 1000, "file_size": 19001}
+        # workers x4 pay without a limit (0.5 s against 1.0 s), not at 0.6 CPU (2.0 against 1.5)
+        t = {("async", None): 1.0, ("workers x4", None): 0.5, ("async", 0.6): 1.5, ("workers x4", 0.6): 2.0}
+        for f in ("stock", "patched"):
+            for (mode, cpus), x in t.items():
+                xs = [x * 0.98, x, x * 1.02]
+                doc["results"].append({"flavor": f, "profile": None, "image": "ab/node", "params": {},
+                                       "scenario": mode, "container": "unlimited" if cpus is None else "0.6",
+                                       "mode": mode.split()[0], "workers": 4 if "x4" in mode else 0, "cpus": cpus,
+                                       "times_s": xs, "files_per_s": [1000 / v for v in xs], "cpu_s": [x] * 3,
+                                       "throttled_s": [0.0 if cpus is None else x / 2] * 3, "run_s": [x + 1] * 3,
+                                       "errors": []})
+        return doc
+
+    def test_crossover(self):
+        self.assertEqual(report.crossover(self.doc(), "stock"), {"workers x4": ([None], [], [0.6])})
+        self.assertEqual(report.cpus_phrase([None, 1.5, 1.0]), "with no CPU limit and at 1.5 and 1 CPUs")
+        self.assertEqual(report.cpus_phrase([1.0]), "at 1 CPU")
+        self.assertEqual(report.cpus_phrase([0.6, 0.3, 1.0]), "at 0.6, 0.3 and 1 CPUs")
+
+    def test_tables_and_plot(self):
+        d, md = _write(self, self.doc())
+        self.assertIn("## Where workers stop paying (seed 003)", md)
+        self.assertIn("| unlimited | 1.000 (1000) | 0.500 (2000) | workers x4 | 0.50 [", md)
+        self.assertIn("| 0.6 | 1.500 (667) | 2.000 (500) | async | 1.33 [", md)
+        self.assertIn("- workers x4: faster than async with no CPU limit; slower at 0.6 CPUs.", md)
+        self.assertIn("| 0.6 | workers x4 | 2.00 / 1.00 | 2.00 / 1.00 |", md)
+        # the seed's runs, on the files/s scale: 100000 / 13 s and 100000 / 20 s
+        self.assertIn("| Promise.all | async | unlimited | 13.00 s (3) | 7692 | 1000 | 1000 |", md)
+        self.assertIn("| 4 workers at 0.6 | workers x4 | 0.6 | 20.00 s (1) | 5000 | 500 | 500 |", md)
+        self.assertIn("ours read 1000 files of 18.6KiB", md)
+        self.assertIn("| workers x4 @ 0.6 CPU | 2.000 s (defaults) | 2.000 s |", md)
+        self.assertTrue(os.path.getsize(os.path.join(d, "cpuquota-workers.png")) > 1000)
+
+
+if __name__ == "__main__":
+    unittest.main()

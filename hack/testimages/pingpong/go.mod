@@ -1,0 +1,3 @@
+module moby-ab/pingpong
+
+go 1.22
