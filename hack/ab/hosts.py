@@ -62,7 +62,17 @@ class Daemon:
             sh(os.path.join(HACK, "daemon.sh"), "reload", self.flavour, "--config", self._write(config))
             self.config = dict(config)
 
-    def down(self):
+    # What a daemon leaves that a reader of the results may want: its log and,
+    # on the patched daemon, what it learned of each registry.
+    KEEP = ("dockerd.log", "data/registry-download-concurrency.json")
+
+    def down(self, keep=None):
+        """Stop the daemon; with keep, first copy KEEP into keep/<flavour>-*."""
+        if keep:
+            for rel in self.KEEP:
+                src = os.path.join(self.vardir(), rel)
+                if os.path.isfile(src):
+                    shutil.copyfile(src, os.path.join(keep, f"{self.flavour}-{os.path.basename(rel)}"))
         sh(os.path.join(HACK, "daemon.sh"), "down", self.flavour, check=False)
         shutil.rmtree(self._cfgdir, ignore_errors=True)
         self.sock = None

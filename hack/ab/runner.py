@@ -241,7 +241,7 @@ class Runner:
     def teardown(self):
         for f in list(self.daemons):
             hosts.link_down(f)
-            self.daemons[f].down()
+            self.daemons[f].down(keep=self.out)
         if self.s.needs_hosts:
             hosts.registry_down()
         shutil.rmtree(self.tmp, ignore_errors=True)
