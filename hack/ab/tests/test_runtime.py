@@ -5,10 +5,10 @@ import json
 import os
 import shutil
 import tempfile
-import textwrap
 import unittest
 
 from ab import report, runner, suite
+from ab.tests.test_suite import SuiteErrors, load
 
 OVERHEAD = """
 name = "o"
@@ -45,20 +45,7 @@ daemon = {}
 """
 
 
-def load(text):
-    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
-        f.write(textwrap.dedent(text))
-    try:
-        return suite.load(f.name)
-    finally:
-        os.unlink(f.name)
-
-
-class OverheadSuiteTest(unittest.TestCase):
-    def error(self, text):
-        with self.assertRaises(suite.SuiteError) as cm:
-            load(text)
-        return str(cm.exception)
+class OverheadSuiteTest(SuiteErrors, unittest.TestCase):
 
     def test_http_and_pingpong_tables(self):
         s = load(OVERHEAD)
@@ -127,11 +114,7 @@ class OverheadSuiteTest(unittest.TestCase):
         self.assertRegex(msg, r":5: cpus belongs to cpuquota suites, not overhead")
 
 
-class CPUQuotaSuiteTest(unittest.TestCase):
-    def error(self, text):
-        with self.assertRaises(suite.SuiteError) as cm:
-            load(text)
-        return str(cm.exception)
+class CPUQuotaSuiteTest(SuiteErrors, unittest.TestCase):
 
     def test_good(self):
         s = load(CPUQUOTA)

@@ -37,11 +37,17 @@ def load(text):
         os.unlink(f.name)
 
 
-class SuiteTest(unittest.TestCase):
+class SuiteErrors:
+    """For test cases of suite files: error(text) is the message a bad one
+    is refused with."""
+
     def error(self, text):
         with self.assertRaises(suite.SuiteError) as cm:
             load(text)
         return str(cm.exception)
+
+
+class SuiteTest(SuiteErrors, unittest.TestCase):
 
     def test_good_suite(self):
         s = load(GOOD)
