@@ -184,20 +184,26 @@ def floor_table(doc):
     return "\n".join(lines) + "\n"
 
 
+def header(doc, run):
+    """The top of every report: title, description, the suite file and how
+    it ran (run: what kind of run it was), the machine."""
+    m = doc["machine"]
+    md = [f"# {doc['suite']} ({doc['kind']})", ""]
+    if doc.get("description"):
+        md += [doc["description"], ""]
+    return md + [f"- suite file: `{doc.get('suite_file')}`, {run}, "
+                 f"started {doc['started']}, finished {doc.get('finished') or '-'}"
+                 + (" **(interrupted: partial results)**" if doc.get("interrupted") else ""),
+                 f"- machine: {m.get('cpu')}, {m.get('cpus')} CPUs, {m.get('memory_gib')} GiB, kernel {m.get('kernel')}"]
+
+
 def write(outdir):
     doc = load(outdir)
     if doc["kind"] == "zns":
         return write_zns(outdir, doc)
     plots = plot(doc, outdir)
-    m = doc["machine"]
-    md = [f"# {doc['suite']} ({doc['kind']})", ""]
-    if doc.get("description"):
-        md += [doc["description"], ""]
-    md += [f"- suite file: `{doc.get('suite_file')}`, {doc['repetitions']} repetitions, "
-           f"started {doc['started']}, finished {doc.get('finished') or '-'}"
-           + (" **(interrupted: partial results)**" if doc.get("interrupted") else ""),
-           f"- machine: {m.get('cpu')}, {m.get('cpus')} CPUs, {m.get('memory_gib')} GiB, kernel {m.get('kernel')}",
-           "- daemons: " + ", ".join(f"{f} {v['version']}" for f, v in doc["daemons"].items())]
+    md = header(doc, f"{doc['repetitions']} repetitions") + [
+        "- daemons: " + ", ".join(f"{f} {v['version']}" for f, v in doc["daemons"].items())]
     if doc.get("link"):
         md.append(f"- link emulation backend: {doc['link'].get('backend')}")
     md += ["", "Times in seconds (lower is better) unless marked req/s. Ratios are patched/stock of the medians "
@@ -840,17 +846,11 @@ def write_zns(outdir, doc):
         series = plot_zns(doc, outdir, entries, note)
     else:
         plots, series = plot_zns(doc, outdir), []
-    m, t, pl = doc["machine"], doc.get("trace", {}), doc.get("placement", {})
+    t, pl = doc.get("trace", {}), doc.get("placement", {})
     g = zns.Geometry(**doc["geometry"]) if doc.get("geometry") else None
     src = (f"`{t['file']}`" if t.get("file") else
            "generated: " + ", ".join(f"{k} = {v}" for k, v in (t.get("generated") or {}).items()))
-    md = [f"# {doc['suite']} ({doc['kind']})", ""]
-    if doc.get("description"):
-        md += [doc["description"], ""]
-    md += [f"- suite file: `{doc.get('suite_file')}`, a deterministic replay (no daemons), "
-           f"started {doc['started']}, finished {doc.get('finished') or '-'}"
-           + (" **(interrupted: partial results)**" if doc.get("interrupted") else ""),
-           f"- machine: {m.get('cpu')}, {m.get('cpus')} CPUs, {m.get('memory_gib')} GiB, kernel {m.get('kernel')}",
+    md = header(doc, "a deterministic replay (no daemons)") + [
            f"- trace: {src}; {t.get('creates', 0)} creates and {t.get('deletes', 0)} deletes of "
            f"{', '.join(t.get('containers', []))} over {t.get('duration_s', 0):g} s, "
            f"{zns.gib(t.get('bytes', 0))} in all; replayed from `{t.get('csv')}` (sha256 {t.get('sha256', '')[:16]}...)",

@@ -440,18 +440,22 @@ class SuiteTest(unittest.TestCase):
 
 
 class RunTest(unittest.TestCase):
+    def run_suite(self, d, text):
+        """Run the zns suite text in directory d and write its report:
+        (the results, their directory, what the run printed)."""
+        path = os.path.join(d, "z.toml")
+        with open(path, "w") as f:
+            f.write(text)
+        out = os.path.join(d, "out")
+        os.makedirs(out)
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertTrue(runner.Runner(suite.load(path), out).run())
+        report.write(out)
+        return report.load(out), out, err.getvalue()
+
     def test_run_writes_results_report_and_plots(self):
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "z.toml")
-            with open(path, "w") as f:
-                f.write(ZNS_SUITE)
-            s = suite.load(path)
-            out = os.path.join(d, "out")
-            os.makedirs(out)
-            with contextlib.redirect_stderr(io.StringIO()):
-                self.assertTrue(runner.Runner(s, out).run())
-            report.write(out)
-            doc = report.load(out)
+            doc, out, _ = self.run_suite(d, ZNS_SUITE)
             self.assertEqual([e["policy"] for e in doc["results"]], ["shared-log", "zone-aware"])
             self.assertEqual(doc["trace"]["sha256"], zns.trace_digest(os.path.join(out, "trace.csv")))
             self.assertEqual(len(zns.read_trace(os.path.join(out, "trace.csv"))), doc["trace"]["events"])
@@ -470,22 +474,13 @@ class RunTest(unittest.TestCase):
 
     def test_scan_replays_every_geometry_with_every_policy(self):
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "z.toml")
-            with open(path, "w") as f:
-                f.write(SCAN_SUITE)
-            s = suite.load(path)
-            out = os.path.join(d, "out")
-            os.makedirs(out)
-            with contextlib.redirect_stderr(io.StringIO()) as err:
-                self.assertTrue(runner.Runner(s, out).run())
-            report.write(out)
-            doc = report.load(out)
+            doc, out, printed = self.run_suite(d, SCAN_SUITE)
             sizes = (16 * MiB, 32 * MiB, 64 * MiB)
             self.assertEqual([(e["geometry"]["zone_size"], e["policy"]) for e in doc["results"]],
                              [(z, p) for z in sizes for p in zns.POLICIES])
             self.assertEqual([g["zones"] for g in doc["geometries"]], [32, 16, 8])
             self.assertEqual(doc["geometry"]["zone_size"], 64 * MiB)
-            progress = [x for x in err.getvalue().splitlines() if x.startswith("[")]
+            progress = [x for x in printed.splitlines() if x.startswith("[")]
             self.assertEqual(len(progress), 6)
             self.assertRegex(progress[0], r"^\[1/6\] replay shared-log on 16MiB zones: relocated ")
             # each entry is the replay of the trace on its own geometry
