@@ -28,6 +28,12 @@ fi
 # upstream's hack/test/unit arranges.
 [ -x "$AB_ROOT/bin/docker-proxy" ] || "$AB_ROOT/hack/build.sh" stock
 export PATH=$AB_ROOT/bin:$PATH
+# Some upstream tests leave temporary directories behind (a TestMain that
+# removes its directory in a defer before os.Exit, for one): give the tests a
+# TMPDIR of their own and remove it afterwards.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/moby-ab-unit.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+export TMPDIR=$tmp
 mapfile -t pkgs < <(packages)
 log "unit tests: ${pkgs[*]}"
 cd "$PATCHED_TREE"

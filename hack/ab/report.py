@@ -4,6 +4,7 @@ import json
 import os
 
 from . import stats, units, zns
+from .suite import BATCH
 
 DEFAULT_MCD = 3  # dockerd's default max-concurrent-downloads
 
@@ -184,6 +185,40 @@ def floor_table(doc):
     return "\n".join(lines) + "\n"
 
 
+def together_table(doc):
+    """Checkpoint suites with "alone" and "together": per flavour, each
+    container's time beside the others against its time alone (seed 001,
+    Figure 3), and the whole batch."""
+    if doc["kind"] != "checkpoint":
+        return ""
+    es = {(e["flavor"], e["scenario"], e["container"]): e for e in doc["results"]
+          if e["flavor"] in ("stock", "patched") and e.get("scenario") in ("alone", "together")}
+    rows = []
+    for (f, scen, c), t in es.items():
+        if scen != "together" or c == BATCH:
+            continue
+        a = es.get((f, "alone", c))
+        ts, as_ = stats.summary(t["times_s"]), stats.summary(a["times_s"]) if a else None
+        rows.append(f"| {f} | {c} | {fmt_v(as_['median'], 's') if as_ else '-'} | "
+                    f"{fmt_v(ts['median'], 's') if ts else '-'} | "
+                    f"{fmt_ratio(stats.ratio_ci(t['times_s'], a['times_s']), True) if a and ts and as_ else '-'} |")
+    if not rows:
+        return ""
+    lines = ["## Together against alone (seed 001, Figure 3)", "",
+             "Each container's checkpoint time with all the suite's containers checkpointed at once, against its "
+             "time alone (medians; ratio together/alone with a 95% bootstrap CI). The batch is the time from the "
+             "requests to the last checkpoint done.", "",
+             "| flavour | container | alone | together | together/alone [95% CI] |",
+             "| --- | --- | --- | --- | --- |"] + rows
+    bs, bp = es.get(("stock", "together", BATCH)), es.get(("patched", "together", BATCH))
+    if bs or bp:
+        lines += ["", "| batch | stock | patched | patched/stock [95% CI] |", "| --- | --- | --- | --- |"]
+        med = lambda e: fmt_v(stats.summary(e["times_s"])["median"], "s") if e and e["times_s"] else "-"
+        r = stats.ratio_ci(bp["times_s"], bs["times_s"]) if bs and bp and bs["times_s"] and bp["times_s"] else None
+        lines.append(f"| all together | {med(bs)} | {med(bp)} | {fmt_ratio(r, True)} |")
+    return "\n".join(lines) + "\n"
+
+
 def header(doc, run):
     """The top of every report: title, description, the suite file and how
     it ran (run: what kind of run it was), the machine."""
@@ -212,7 +247,7 @@ def write(outdir):
     st = spread_table(doc) or floor_table(doc)
     if st:
         md += [st, ""]
-    for section in (http_table(doc), pingpong_table(doc), cpuquota_tables(doc)):
+    for section in (together_table(doc), http_table(doc), pingpong_table(doc), cpuquota_tables(doc)):
         if section:
             md += [section, ""]
     for p in plots:

@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from . import hosts, units, zns
-from .suite import cpus_label, mode_label
+from .suite import BATCH, cpus_label, mode_label
 
 
 class Results:
@@ -411,9 +411,11 @@ class Runner:
                         try:
                             for c, nm in zip(group, names):
                                 self.start_container(d, c, nm)
+                            t0 = time.monotonic()
                             with concurrent.futures.ThreadPoolExecutor(len(group)) as ex:
                                 futs = [ex.submit(self.checkpoint, d, nm, f"cp{rep}") for nm in names]
                                 res = [x.result() for x in futs]
+                            batch = time.monotonic() - t0
                             for c, nm, (t, err) in zip(group, names, res):
                                 key = {"flavor": f, "profile": None, "image": c.image or "ab/memholder",
                                        "params": d.config, "scenario": scen, "container": c.name}
@@ -428,6 +430,12 @@ class Runner:
                                     if rerr:
                                         extra["restore_error"] = rerr
                                 self.results.add(key, t, err, **extra)
+                            if scen == "together":
+                                # The whole batch: from the requests to the last checkpoint done.
+                                bad = [e for _, e in res if e]
+                                self.results.add({"flavor": f, "profile": None, "image": None, "params": d.config,
+                                                  "scenario": scen, "container": BATCH},
+                                                 None if bad else batch, f"a checkpoint failed: {bad[0]}" if bad else None)
                             if s.floor and scen == "alone" and f == floor_host:
                                 for c in group:
                                     ft, fr, ferr = self.floor(d, c, rep)
@@ -437,7 +445,8 @@ class Runner:
                                     self.results.add(key, ft, ferr, **extra)
                             label = "+".join(c.name for c in group)
                             prog.step(f"checkpoint {scen} {label} {f} rep {rep + 1}: "
-                                      + ", ".join(f"{t:.2f}s" if t is not None else "FAILED" for t, _ in res))
+                                      + ", ".join(f"{t:.2f}s" if t is not None else "FAILED" for t, _ in res)
+                                      + (f" (batch {batch:.2f}s)" if scen == "together" else ""))
                         finally:
                             self.cleanup(d, names)
 

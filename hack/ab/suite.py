@@ -8,6 +8,13 @@ from dataclasses import dataclass, field
 
 from . import units, zns
 
+# A [[container]]'s name names its containers (abcp-<name>), so it is a
+# container name's tail.
+CONTAINER_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
+# The result entry of a "together" group as a whole: from the requests to the
+# last checkpoint done. No [[container]] can have this name.
+BATCH = "(batch)"
+
 KINDS = ("pull", "checkpoint", "overhead", "cpuquota", "zns")
 HOSTLESS = ("zns",)  # kinds that replay a model and start no daemons
 ZNS_KEYS = ("trace", "geometry", "policies", "placement")
@@ -678,6 +685,9 @@ class _Validator:
         w = ("container", i)
         self.keys(c, w, ("name", "memory", "image", "command"), ("name",), "[[container]]")
         ct = Container(name=self.typed(c["name"], str, w + ("name",), "a string"))
+        if not CONTAINER_NAME.fullmatch(ct.name):
+            self.fail(w + ("name",), f"{ct.name!r} cannot be part of a container name "
+                      "(letters, digits, '_', '.', '-'; a letter or digit first)")
         if ("memory" in c) == ("image" in c):
             self.fail(w, "[[container]] needs exactly one of 'memory' (a memory holder) or 'image'")
         if "memory" in c:

@@ -81,5 +81,28 @@ class ReportTest(unittest.TestCase):
         self.assertIn("| 512MiB | 0.900 s | 21.000 s | 1.100 s | 1.22", md)
 
 
+    def test_together_table(self):
+        doc = {"suite": "t", "kind": "checkpoint", "repetitions": 3, "started": "x", "finished": "y",
+               "machine": {}, "daemons": {"stock": {"version": "a"}, "patched": {"version": "b"}},
+               "seed": {}, "results": []}
+        for f, scen, c, ts in (("stock", "alone", "16MiB", [0.8, 0.9, 1.0]),
+                               ("stock", "together", "16MiB", [2.6, 2.7, 2.8]),
+                               ("patched", "alone", "16MiB", [0.10, 0.12, 0.14]),
+                               ("patched", "together", "16MiB", [0.15, 0.18, 0.21]),
+                               ("stock", "together", "(batch)", [20.0, 21.0, 22.0]),
+                               ("patched", "together", "(batch)", [1.2, 1.3, 1.4])):
+            doc["results"].append({"flavor": f, "profile": None, "image": None if c == "(batch)" else "ab/memholder",
+                                   "params": {}, "scenario": scen, "container": c, "times_s": ts, "errors": []})
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "results.json"), "w") as f:
+                json.dump(doc, f)
+            report.write(d)
+            md = open(os.path.join(d, "report.md")).read()
+        self.assertIn("| stock | 16MiB | 0.900 | 2.700 | 3.00 [", md)
+        self.assertIn("| patched | 16MiB | 0.120 | 0.180 | 1.50 [", md)
+        self.assertIn("| all together | 21.000 | 1.300 | 0.06 [", md)
+        self.assertNotIn("| patched | (batch) |", md)
+
+
 if __name__ == "__main__":
     unittest.main()

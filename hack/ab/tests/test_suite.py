@@ -95,6 +95,19 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
         """)
         self.assertIn("exactly one of 'memory'", msg)
 
+    def test_checkpoint_container_name_is_a_container_name(self):
+        msg = self.error("""
+            name = "c"
+            kind = "checkpoint"
+            scenarios = ["alone"]
+            [[container]]
+            name = "16 MiB"
+            memory = "16MiB"
+            [flavor.stock]
+            daemon = {}
+        """)
+        self.assertIn("'16 MiB' cannot be part of a container name", msg)
+
     def test_bad_scenario(self):
         msg = self.error("""
             name = "c"
