@@ -38,6 +38,17 @@ class InterleaveTest(unittest.TestCase):
         self.assertNotEqual(runner.interleave(list(two), 0), runner.interleave(list(two), 1))
 
 
+def render(doc):
+    """Write doc as results.json, build the report; (report.md, the files written)."""
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "results.json"), "w") as f:
+            json.dump(doc, f)
+        report.write(d)
+        with open(os.path.join(d, "report.md")) as f:
+            md = f.read()
+        return md, {n: os.path.getsize(os.path.join(d, n)) for n in os.listdir(d)}
+
+
 class ReportTest(unittest.TestCase):
     def test_report_from_results(self):
         doc = {"suite": "t", "kind": "pull", "repetitions": 3, "started": "x", "finished": "y",
@@ -51,12 +62,8 @@ class ReportTest(unittest.TestCase):
                                    "container": None, "times_s": ts, "errors": []})
         doc["results"].append({"flavor": "patched", "profile": "far", "image": "small", "params": {},
                                "scenario": None, "container": None, "times_s": [2.5, 2.45, 2.55], "errors": []})
-        with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "results.json"), "w") as f:
-                json.dump(doc, f)
-            report.write(d)
-            md = open(os.path.join(d, "report.md")).read()
-            self.assertTrue(os.path.getsize(os.path.join(d, "pull.png")) > 1000)
+        md, files = render(doc)
+        self.assertTrue(files.get("pull.png", 0) > 1000)
         row = report.comparisons(doc)[0]
         self.assertEqual(row["stock_default"]["params"], "max-concurrent-downloads=3")
         self.assertEqual(row["stock_best"]["params"], "max-concurrent-downloads=7")
@@ -73,11 +80,7 @@ class ReportTest(unittest.TestCase):
         for f, ts in (("stock", [20.0, 21.0, 22.0]), ("patched", [1.0, 1.1, 1.2]), ("runc", [0.8, 0.9, 1.0])):
             doc["results"].append({"flavor": f, "profile": None, "image": "ab/memholder", "params": None,
                                    "scenario": "alone", "container": "512MiB", "times_s": ts, "errors": []})
-        with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "results.json"), "w") as f:
-                json.dump(doc, f)
-            report.write(d)
-            md = open(os.path.join(d, "report.md")).read()
+        md, _ = render(doc)
         self.assertIn("| 512MiB | 0.900 s | 21.000 s | 1.100 s | 1.22", md)
 
 
@@ -93,11 +96,7 @@ class ReportTest(unittest.TestCase):
                                ("patched", "together", "(batch)", [1.2, 1.3, 1.4])):
             doc["results"].append({"flavor": f, "profile": None, "image": None if c == "(batch)" else "ab/memholder",
                                    "params": {}, "scenario": scen, "container": c, "times_s": ts, "errors": []})
-        with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "results.json"), "w") as f:
-                json.dump(doc, f)
-            report.write(d)
-            md = open(os.path.join(d, "report.md")).read()
+        md, _ = render(doc)
         self.assertIn("| stock | 16MiB | 0.900 | 2.700 | 3.00 [", md)
         self.assertIn("| patched | 16MiB | 0.120 | 0.180 | 1.50 [", md)
         self.assertIn("| all together | 21.000 | 1.300 | 0.06 [", md)

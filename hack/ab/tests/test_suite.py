@@ -83,43 +83,28 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
         self.assertIn("kind: 'pul' is not one of", self.error(GOOD.replace('kind = "pull"', 'kind = "pul"')))
         self.assertIn("unknown key 'nightly' in [flavor]", self.error(GOOD.replace("[flavor.patched]", "[flavor.nightly]")))
 
-    def test_checkpoint_container_needs_memory_or_image(self):
-        msg = self.error("""
+    def checkpoint_error(self, container, scenarios='["alone"]'):
+        """The error of a checkpoint suite with one [[container]] table."""
+        return self.error(f"""
             name = "c"
             kind = "checkpoint"
-            scenarios = ["alone"]
+            scenarios = {scenarios}
             [[container]]
-            name = "x"
+            {container}
             [flavor.stock]
-            daemon = {}
+            daemon = {{}}
         """)
-        self.assertIn("exactly one of 'memory'", msg)
+
+    def test_checkpoint_container_needs_memory_or_image(self):
+        self.assertIn("exactly one of 'memory'", self.checkpoint_error('name = "x"'))
 
     def test_checkpoint_container_name_is_a_container_name(self):
-        msg = self.error("""
-            name = "c"
-            kind = "checkpoint"
-            scenarios = ["alone"]
-            [[container]]
-            name = "16 MiB"
-            memory = "16MiB"
-            [flavor.stock]
-            daemon = {}
-        """)
-        self.assertIn("'16 MiB' cannot be part of a container name", msg)
+        self.assertIn("'16 MiB' cannot be part of a container name",
+                      self.checkpoint_error('name = "16 MiB"\n            memory = "16MiB"'))
 
     def test_bad_scenario(self):
-        msg = self.error("""
-            name = "c"
-            kind = "checkpoint"
-            scenarios = ["sometimes"]
-            [[container]]
-            name = "x"
-            memory = "16MiB"
-            [flavor.stock]
-            daemon = {}
-        """)
-        self.assertIn("'sometimes' is not one of alone, together, incremental", msg)
+        self.assertIn("'sometimes' is not one of alone, together, incremental",
+                      self.checkpoint_error('name = "x"\n            memory = "16MiB"', '["sometimes"]'))
 
     def test_repo_suites_are_valid(self):
         root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "hyperfine-suites")
