@@ -229,6 +229,10 @@ class Runner:
             d.load("busybox", "memholder", *extra)
         self.results.save()
 
+    def flavour_order(self, rep):
+        """The running flavours in repetition rep's order (ABAB, see interleave)."""
+        return [f for f, _ in interleave([(f, None) for f in self.daemons], rep)]
+
     def extra_images(self):
         """The images a suite needs beyond busybox and memholder."""
         s = self.s
@@ -402,7 +406,7 @@ class Runner:
         floor_host = "patched" if "patched" in self.daemons else next(iter(self.daemons))
         for rep in range(s.repetitions):
             for scen in s.scenarios:
-                for f, _ in interleave([(f, None) for f in self.daemons], rep):
+                for f in self.flavour_order(rep):
                     d = self.daemons[f]
                     groups = {"alone": [[c] for c in s.containers], "together": [s.containers],
                               "incremental": [s.containers[:k] for k in range(1, n + 1)]}[scen]
@@ -458,7 +462,7 @@ class Runner:
                  "pingpong": len(s.pingpong.networks) if s.pingpong else 0}
         prog = Progress(sum(steps[w] for w in s.workloads) * s.repetitions * len(self.daemons))
         for rep in range(s.repetitions):
-            for f, _ in interleave([(f, None) for f in self.daemons], rep):
+            for f in self.flavour_order(rep):
                 d = self.daemons[f]
                 for w in s.workloads:
                     getattr(self, "overhead_" + w)(d, rep, prog)
@@ -711,7 +715,7 @@ class Runner:
         # the first read completes.
         nofile = q.files + 1024  # checked against the hard limit in prepare()
         for rep in range(s.repetitions):
-            for f, _ in interleave([(f, None) for f in self.daemons], rep):
+            for f in self.flavour_order(rep):
                 d = self.daemons[f]
                 for cpus in rotate(q.cpus, rep):
                     for mode, n in rotate(cells, rep):

@@ -46,6 +46,14 @@ class SuiteErrors:
             load(text)
         return str(cm.exception)
 
+    def assertEditsRefused(self, text, cases):
+        """cases: (old, new, regex): text with old replaced by new is refused
+        with a message matching regex."""
+        for old, new, regex in cases:
+            with self.subTest(new=new):
+                self.assertIn(old, text)
+                self.assertRegex(self.error(text.replace(old, new)), regex)
+
 
 class SuiteTest(SuiteErrors, unittest.TestCase):
 
