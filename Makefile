@@ -21,7 +21,8 @@ help:
 	@sed -n 's/^#   //p' Makefile
 	@echo
 	@echo 'Other targets: deps build build-stock build-patched images patches-apply'
-	@echo '  patches-export patches-check test-unit test-zns test-bats test-harness test-integration clean'
+	@echo '  patches-export patches-check rebase rebase-continue rebase-adopt upstream-drift'
+	@echo '  test-unit test-zns test-bats test-harness test-integration clean'
 
 # make ab [SUITE=name-or-path] [RESULTS=dir]: run an A/B suite (hyperfine-suites/)
 .PHONY: ab
@@ -43,6 +44,18 @@ build-patched:
 .PHONY: images
 images:
 	hack/images.sh build
+
+# make rebase UPSTREAM=<module version>: move the series to another upstream
+# release (hack/rebase.sh); then rebase-continue after each conflict, rebase-adopt.
+.PHONY: rebase rebase-continue rebase-adopt upstream-drift
+rebase:
+	hack/rebase.sh start $(UPSTREAM)
+rebase-continue:
+	hack/rebase.sh continue
+rebase-adopt:
+	hack/rebase.sh adopt
+upstream-drift:
+	hack/rebase.sh newest
 
 .PHONY: patches-apply patches-export patches-check
 patches-apply:

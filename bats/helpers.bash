@@ -4,6 +4,8 @@
 
 AB_ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 export AB_ROOT
+# The docker version of the upstream pin.
+UPSTREAM_VERSION=$(sed -n 's/^VERSION=//p' "$AB_ROOT/hack/upstream.pin")
 
 load_libs() {
 	local d

@@ -4,7 +4,8 @@
 
 load helpers
 
-# Restore with `docker start --checkpoint` is broken in stock 29.7.1, two ways:
+# Restore with `docker start --checkpoint` is broken in stock (29.7.1 and
+# 29.8.1), two ways:
 # - the task of a restored container has pid 0 until runc restores it at Start,
 #   and dockerd bind-mounts /proc/<pid>/ns/net before that (containerd#12141);
 # - before that, uploading the checkpoint back into containerd's content store
@@ -37,12 +38,12 @@ check_version() {
 	assert_output "$2"
 }
 
-@test "stock: daemon starts and reports version 29.7.1" {
-	check_version stock 29.7.1
+@test "stock: daemon starts and reports the pinned upstream version" {
+	check_version stock "$UPSTREAM_VERSION"
 }
 
-@test "patched: daemon starts and reports version 29.7.1+ab.<series hash>" {
-	check_version patched "29.7.1+ab.$("$AB_ROOT/hack/patches.sh" hash)"
+@test "patched: daemon starts and reports <upstream version>+ab.<series hash>" {
+	check_version patched "$UPSTREAM_VERSION+ab.$("$AB_ROOT/hack/patches.sh" hash)"
 }
 
 check_run() {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build dockerd (and docker-proxy) from the stock and the patched trees with the
 # same toolchain and flags. Only the version strings differ between the two
-# builds' inputs: stock reports 29.7.1, patched 29.7.1+ab.<series hash>.
+# builds' inputs: stock reports the upstream version (hack/upstream.pin),
+# patched <version>+ab.<series hash>.
 #
 # usage: hack/build.sh [stock|patched|all]   (default: all)
 set -euo pipefail
@@ -9,7 +10,7 @@ set -euo pipefail
 
 BIN=$AB_ROOT/bin
 # The upstream tag's commit time, so builds are reproducible.
-BUILDTIME=2026-07-31T17:03:30.000000000+00:00
+BUILDTIME=$(date -u -d "$UPSTREAM_TIME" +%Y-%m-%dT%H:%M:%S.000000000+00:00)
 
 # Upstream's flags (hack/make.sh, hack/make/.binary, hack/make/.go-autogen), plus
 # -trimpath so that the two trees' locations do not leak into the binaries.

@@ -6,17 +6,27 @@ AB_ROOT=${AB_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 AB_BUILD=${AB_BUILD:-$AB_ROOT/build}
 AB_PREFIX=${AB_PREFIX:-/opt/moby-ab}
 
-# The upstream pin (DESIGN.md): Docker Engine docker-v29.7.1.
-UPSTREAM_VERSION=29.7.1
-UPSTREAM_COMMIT=c5b8ce9274b5c00cb1f8287c8e258edc1f01176d
-UPSTREAM_MODULE=github.com/moby/moby/v2
-UPSTREAM_MODULE_VERSION=v2.0.0-beta.21
-UPSTREAM_MODULE_SUM='h1:LrUr8ocwGt3nOdPRKmLMKRRPqYqKJP4VbZxT2vZwscs='
+# The upstream pin (hack/upstream.pin; moved by `make rebase-adopt`).
+read_pin() { # file: sets UPSTREAM_* from a pin file
+	local line k v
+	while read -r line; do
+		k=${line%%=*} v=${line#*=}
+		case $k in
+		VERSION) UPSTREAM_VERSION=$v ;;
+		COMMIT) UPSTREAM_COMMIT=$v ;;
+		MODULE) UPSTREAM_MODULE=$v ;;
+		MODULE_VERSION) UPSTREAM_MODULE_VERSION=$v ;;
+		MODULE_SUM) UPSTREAM_MODULE_SUM=$v ;;
+		TIME) UPSTREAM_TIME=$v ;;
+		esac
+	done < <(grep -v -e '^#' -e '^[[:space:]]*$' "$1")
+}
+read_pin "$AB_ROOT/hack/upstream.pin"
 
 STOCK_TREE=$AB_BUILD/moby
 # Upstream's build tags for the daemon (hack/make.sh).
 GO_BUILDTAGS="netgo osusergo static_build nri_no_wasm"
-PATCHED_TREE=$AB_BUILD/moby-patched
+PATCHED_TREE=${PATCHED_TREE:-$AB_BUILD/moby-patched}
 
 log() { printf '==> %s\n' "$*" >&2; }
 warn() { printf 'warning: %s\n' "$*" >&2; }
@@ -32,6 +42,45 @@ abgit() {
 		GIT_AUTHOR_NAME="moby-ab" GIT_AUTHOR_EMAIL="moby-ab@localhost" \
 		GIT_COMMITTER_NAME="moby-ab" GIT_COMMITTER_EMAIL="moby-ab@localhost" \
 		git -c core.autocrlf=false -c advice.detachedHead=false "$@"
+}
+
+# module_download VERSION: `go mod download -json` of the upstream module at
+# VERSION (the go command checks it against the checksum database).
+module_download() {
+	command -v jq >/dev/null || die "upstream: jq is required (hack/install-deps.sh installs it)"
+	log "upstream: fetching Go module $UPSTREAM_MODULE@$1"
+	GOFLAGS=-mod=mod go mod download -json "$UPSTREAM_MODULE@$1" ||
+		die "upstream: go mod download $UPSTREAM_MODULE@$1 failed (is the Go module proxy reachable?)"
+}
+
+# module_tree VERSION SUM DEST SUBJECT BODY: the module's tree at VERSION, its
+# go.sum hash checked against SUM (empty: not checked), committed into DEST as
+# branch "upstream" (a new repository, or a commit on top of DEST's HEAD), with
+# the module's time as commit date so the commit is the same everywhere.
+module_tree() {
+	local version=$1 want=$2 dest=$3 json dir sum mtime origin
+	json=$(module_download "$version")
+	dir=$(jq -r .Dir <<<"$json")
+	sum=$(jq -r .Sum <<<"$json")
+	[ -z "$want" ] || [ "$sum" = "$want" ] ||
+		die "upstream: module hash mismatch for $version: got $sum, pinned $want"
+	origin=$(jq -r '.Origin.Hash // empty' <<<"$json")
+	[ -z "$origin" ] || [ "$origin" = "$UPSTREAM_COMMIT" ] || [ "$version" != "$UPSTREAM_MODULE_VERSION" ] ||
+		warn "upstream: module origin is $origin, pinned $UPSTREAM_COMMIT"
+	mtime=$(jq -r .Time "$(jq -r .Info <<<"$json")")
+	log "upstream: $sum; copying $dir"
+	if [ -d "$dest/.git" ]; then
+		abgit -C "$dest" rm -q -r -f . >/dev/null
+		find "$dest" -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +
+	else
+		mkdir -p "$dest"
+		abgit -C "$dest" init -q -b upstream
+	fi
+	cp -a "$dir/." "$dest/"
+	chmod -R u+w "$dest"
+	abgit -C "$dest" add -A -f .
+	GIT_AUTHOR_DATE=$mtime GIT_COMMITTER_DATE=$mtime \
+		abgit -C "$dest" commit -q --allow-empty -m "$4" -m "$5"
 }
 
 # Runtime layout of the test hosts (hack/daemon.sh, hack/registry.sh).

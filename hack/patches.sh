@@ -7,6 +7,7 @@
 #   ensure   apply if the patched tree is missing or patches/ changed since the
 #            last apply; keep a tree that has new local commits
 #   hash     short hash identifying the series the patched tree holds
+#   state    missing | clean | patches-changed | upstream-changed | local-commits | dirty
 #   check    the series applies cleanly on a fresh tree, exports byte for byte
 #            to patches/, and every patch builds on its own (bisectable)
 #
@@ -67,7 +68,7 @@ export_from() { # tree outdir
 	} >"$out/series"
 }
 
-tree_state() { # prints: missing | clean | patches-changed | local-commits | dirty
+tree_state() { # prints: missing | clean | patches-changed | upstream-changed | local-commits | dirty
 	local tree=$PATCHED_TREE head digest
 	[ -d "$tree/.git" ] || {
 		echo missing
@@ -83,6 +84,8 @@ tree_state() { # prints: missing | clean | patches-changed | local-commits | dir
 	}
 	if [ "$head" != "$(abgit -C "$tree" rev-parse HEAD)" ]; then
 		echo local-commits
+	elif [ "$(abgit -C "$tree" rev-parse upstream-base^{tree})" != "$(abgit -C "$STOCK_TREE" rev-parse upstream-base^{tree})" ]; then
+		echo upstream-changed
 	elif [ "$digest" != "$(patches_digest)" ]; then
 		echo patches-changed
 	else
@@ -107,7 +110,7 @@ cmd_apply() {
 cmd_ensure() {
 	"$AB_ROOT/hack/upstream.sh"
 	case "$(tree_state)" in
-	missing | patches-changed) cmd_apply ;;
+	missing | patches-changed | upstream-changed) cmd_apply ;;
 	clean) ;;
 	local-commits) warn "patches: building $PATCHED_TREE with commits not exported to patches/ (make patches-export)" ;;
 	dirty) warn "patches: building $PATCHED_TREE with uncommitted changes" ;;
@@ -173,6 +176,7 @@ apply) cmd_apply ;;
 export) cmd_export ;;
 ensure) cmd_ensure ;;
 hash) cmd_hash ;;
+state) tree_state ;;
 check) cmd_check ;;
-*) die "usage: hack/patches.sh apply|export|ensure|hash|check" ;;
+*) die "usage: hack/patches.sh apply|export|ensure|hash|state|check" ;;
 esac

@@ -4,7 +4,7 @@
 # With the moby/ submodule checked out at the pinned commit, build/moby is a
 # clone of it. Without it (the usual case: no network beyond the package
 # registries), the identical daemon tree comes from the Go module
-# github.com/moby/moby/v2@v2.0.0-beta.21, whose go.sum hash is checked against the
+# module version in hack/upstream.pin, whose go.sum hash is checked against the
 # pin before anything is copied. Either way build/moby has one branch, "upstream",
 # and the stock daemon is built from it unmodified.
 set -euo pipefail
@@ -17,38 +17,25 @@ materialise_from_submodule() {
 }
 
 materialise_from_module() {
-	local json dir sum mtime
-	log "upstream: fetching Go module $UPSTREAM_MODULE@$UPSTREAM_MODULE_VERSION"
-	json=$(GOFLAGS=-mod=mod go mod download -json "$UPSTREAM_MODULE@$UPSTREAM_MODULE_VERSION") ||
-		die "upstream: go mod download failed (is the Go module proxy reachable?)"
-	dir=$(jq -r .Dir <<<"$json")
-	sum=$(jq -r .Sum <<<"$json")
-	[ "$sum" = "$UPSTREAM_MODULE_SUM" ] ||
-		die "upstream: module hash mismatch: got $sum, pinned $UPSTREAM_MODULE_SUM"
-	[ "$(jq -r .Origin.Hash <<<"$json")" = "$UPSTREAM_COMMIT" ] ||
-		warn "upstream: module origin is $(jq -r .Origin.Hash <<<"$json"), pinned $UPSTREAM_COMMIT"
-	# Commit date = the tag's time, so the commit hash is the same everywhere.
-	mtime=$(jq -r .Time "$(jq -r .Info <<<"$json")")
-	log "upstream: $sum verified; copying $dir"
-	mkdir -p "$STOCK_TREE.tmp"
-	cp -a "$dir/." "$STOCK_TREE.tmp/"
-	chmod -R u+w "$STOCK_TREE.tmp"
-	abgit -C "$STOCK_TREE.tmp" init -q -b upstream
-	abgit -C "$STOCK_TREE.tmp" add -A -f .
-	GIT_AUTHOR_DATE=$mtime GIT_COMMITTER_DATE=$mtime \
-		abgit -C "$STOCK_TREE.tmp" commit -q \
-		-m "upstream: docker-v$UPSTREAM_VERSION" \
-		-m "Tree of $UPSTREAM_MODULE@$UPSTREAM_MODULE_VERSION ($UPSTREAM_MODULE_SUM), moby commit $UPSTREAM_COMMIT."
+	module_tree "$UPSTREAM_MODULE_VERSION" "$UPSTREAM_MODULE_SUM" "$STOCK_TREE.tmp" \
+		"upstream: docker-v$UPSTREAM_VERSION" \
+		"Tree of $UPSTREAM_MODULE@$UPSTREAM_MODULE_VERSION ($UPSTREAM_MODULE_SUM), moby commit $UPSTREAM_COMMIT."
 }
 
+PIN_STAMP=.git/moby-ab-pin
+
 main() {
+	if [ -e "$STOCK_TREE/.git" ] && [ "$(cat "$STOCK_TREE/$PIN_STAMP" 2>/dev/null)" != "$UPSTREAM_MODULE_VERSION" ] &&
+		[ -z "$(abgit -C "$STOCK_TREE" status --porcelain)" ]; then
+		log "upstream: the pin moved to $UPSTREAM_MODULE_VERSION; re-creating $STOCK_TREE"
+		rm -rf "$STOCK_TREE"
+	fi
 	if [ -e "$STOCK_TREE/.git" ]; then
 		if abgit -C "$STOCK_TREE" diff --quiet HEAD -- && [ -z "$(abgit -C "$STOCK_TREE" status --porcelain)" ]; then
 			exit 0
 		fi
 		die "upstream: $STOCK_TREE has local changes; the stock tree must stay pristine (remove it to re-create it)"
 	fi
-	command -v jq >/dev/null || die "upstream: jq is required (hack/install-deps.sh installs it)"
 	rm -rf "$STOCK_TREE.tmp"
 	mkdir -p "$AB_BUILD"
 	if [ -n "$(git -C "$AB_ROOT/moby" rev-parse --verify -q "$UPSTREAM_COMMIT^{commit}" 2>/dev/null)" ] &&
@@ -58,6 +45,7 @@ main() {
 		materialise_from_module
 	fi
 	abgit -C "$STOCK_TREE.tmp" tag -f upstream-base >/dev/null
+	echo "$UPSTREAM_MODULE_VERSION" >"$STOCK_TREE.tmp/$PIN_STAMP"
 	mv "$STOCK_TREE.tmp" "$STOCK_TREE"
 	log "upstream: $STOCK_TREE at $(abgit -C "$STOCK_TREE" rev-parse --short HEAD)"
 }
