@@ -41,13 +41,26 @@ start_memholder() { # name MiB
 	wait_for 60 bash -c "docker logs $1 2>&1 | grep -q 'verified_passes='"
 }
 
+# last_count name: the last counter the memory holder reported.
+last_count() {
+	docker logs "$1" 2>&1 | sed -n 's/.* count=\([0-9]*\) .*/\1/p' | tail -1
+}
+
 # restore_resumes name [docker start args...]: restores the memory holder
 # (checkpointed with --exit) and checks that it counts on from where the
 # checkpoint took it, with its memory intact.
 restore_resumes() {
-	local name=$1 before nlines first
+	local name=$1
 	shift
-	before=$(docker logs "$name" 2>&1 | sed -n 's/.* count=\([0-9]*\) .*/\1/p' | tail -1)
+	restore_counts_on "$name" "$(last_count "$name")" "$@"
+}
+
+# restore_counts_on name count [docker start args...]: restores the stopped
+# memory holder from a checkpoint taken after it had reported count, and
+# checks that it counts on from there with its memory intact.
+restore_counts_on() {
+	local name=$1 before=$2 nlines first
+	shift 2
 	nlines=$(docker logs "$name" 2>&1 | wc -l)
 	run docker start "$@" "$name"
 	assert_success
@@ -168,6 +181,79 @@ restore_resumes() {
 	if [[ $output == *cp1* ]]; then
 		ls /var/lib/moby-ab/patched/data/containers/*/checkpoints/cp1/inventory.img
 	fi
+}
+
+# dump_running checkpoints-dir container-pid: CRIU is dumping the container:
+# a staging directory holds a pages image, or CRIU runs on its pid.
+dump_running() {
+	compgen -G "$1/.staging-*/pages-*.img" >/dev/null ||
+		pgrep -f "^criu: dump .*-t $2( |\$)" >/dev/null
+}
+
+# no_staging checkpoints-dir: no staging directory in it.
+no_staging() {
+	! compgen -G "$1/.staging-*" >/dev/null
+}
+
+@test "patched: a daemon killed in the middle of a 384 MiB dump loses nothing" {
+	up_patched
+	start_memholder mh 384
+	local id cps before ctrpid cli pid
+	id=$(docker inspect -f '{{.Id}}' mh)
+	cps=/var/lib/moby-ab/patched/data/containers/$id/checkpoints
+	before=$(last_count mh)
+	run docker checkpoint create --leave-running mh old
+	assert_success
+	ctrpid=$(docker inspect -f '{{.State.Pid}}' mh)
+	docker checkpoint create --leave-running mh new >/dev/null 2>&1 &
+	cli=$!
+	# The dump of 384 MiB takes about a second: kill the daemon once CRIU
+	# is writing it (polled every 20 ms, for 20 s at most).
+	local i
+	for ((i = 0; i < 1000; i++)); do
+		dump_running "$cps" "$ctrpid" && break
+		sleep 0.02
+	done
+	dump_running "$cps" "$ctrpid" || fail "the dump of new was never seen running"
+	pid=$(cat /run/moby-ab/patched/dockerd.pid)
+	kill -KILL "$pid"
+	wait "$cli" || true
+	wait_for 10 bash -c "[ ! -e /proc/$pid ]"
+	"$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/daemon.json" >"$BATS_TEST_TMPDIR/env"
+	use_env
+
+	# old is listed; new only if it is whole; no staging directory is listed.
+	run docker checkpoint ls mh
+	assert_success
+	assert_line old
+	refute_output --partial staging
+	local new_listed=0
+	if [[ $output == *new* ]]; then
+		new_listed=1
+		[ -f "$cps/new/inventory.img" ] || fail "new is listed without its inventory.img"
+	fi
+	# The staging directory of the killed dump is swept after the restart.
+	wait_for 5 no_staging "$cps" || fail "left after the restart: $(ls -A "$cps" | tr '\n' ' ')"
+
+	# old restores with its memory intact (a restore needs the container
+	# stopped: the daemon's restart stopped it, unless it kept it running).
+	run docker inspect -f '{{.State.Status}}' mh
+	assert_output --regexp '^(running|exited)$'
+	[ "$output" = exited ] || docker stop mh >/dev/null
+	restore_counts_on mh "$before" --checkpoint old
+
+	# The name new can be taken again.
+	if [ "$new_listed" = 1 ]; then
+		run docker checkpoint rm mh new
+		assert_success
+	fi
+	run docker checkpoint create --leave-running mh new
+	assert_success
+	run docker checkpoint ls mh
+	assert_line new
+	[ -f "$cps/new/inventory.img" ]
+	run docker logs mh
+	refute_output --partial CORRUPT
 }
 
 @test "patched: checkpoint and restore on the graphdriver image store (overlay2)" {

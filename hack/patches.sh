@@ -8,8 +8,9 @@
 #            last apply; keep a tree that has new local commits
 #   hash     short hash identifying the series the patched tree holds
 #   state    missing | clean | patches-changed | upstream-changed | local-commits | dirty
-#   check    the series applies cleanly on a fresh tree, exports byte for byte
-#            to patches/, and every patch builds on its own (bisectable)
+#   check    every patch has the trailers Upstream: and Drop-when:, the series
+#            applies cleanly on a fresh tree, exports byte for byte to patches/,
+#            and every patch builds on its own (bisectable)
 #
 # Work on a patch: edit and commit in build/moby-patched (one logical change per
 # commit; fix-ups squashed into the commit they fix), then `make patches-export`.
@@ -84,7 +85,7 @@ tree_state() { # prints: missing | clean | patches-changed | upstream-changed | 
 	}
 	if [ "$head" != "$(abgit -C "$tree" rev-parse HEAD)" ]; then
 		echo local-commits
-	elif [ "$(abgit -C "$tree" rev-parse upstream-base^{tree})" != "$(abgit -C "$STOCK_TREE" rev-parse upstream-base^{tree})" ]; then
+	elif [ "$(abgit -C "$tree" rev-parse 'upstream-base^{tree}')" != "$(abgit -C "$STOCK_TREE" rev-parse 'upstream-base^{tree}')" ]; then
 		echo upstream-changed
 	elif [ "$digest" != "$(patches_digest)" ]; then
 		echo patches-changed
@@ -139,9 +140,30 @@ cmd_hash() {
 	rm -rf "$tmp"
 }
 
+# check_trailers: every patch's message says whether it is meant for upstream
+# and when it can be dropped, as the trailers "Upstream: yes|no ..." and
+# "Drop-when: ...".
+check_trailers() { # [dir]
+	local dir=${1:-$PATCHES} p msg bad=0
+	while read -r p; do
+		msg=$(sed '/^---$/q' "$dir/$p")
+		if [ "$(grep -cE '^Upstream: (yes|no)\b' <<<"$msg")" != 1 ]; then
+			echo "patches check: $p: needs one trailer 'Upstream: yes ...' or 'Upstream: no (why)'" >&2
+			bad=1
+		fi
+		if [ "$(grep -cE '^Drop-when: [^[:space:]]' <<<"$msg")" != 1 ]; then
+			echo "patches check: $p: needs one trailer 'Drop-when: <how to tell it is no longer needed>'" >&2
+			bad=1
+		fi
+	done < <(series_files "$dir")
+	return "$bad"
+}
+
 cmd_check() {
 	"$AB_ROOT/hack/upstream.sh"
 	local n i commit
+	log "patches check: every patch says whether it is meant for upstream and when it can be dropped"
+	check_trailers || die "patches check: trailers missing (see README, Changing a patch)"
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	log "patches check: the series applies cleanly onto upstream"
@@ -177,6 +199,7 @@ export) cmd_export ;;
 ensure) cmd_ensure ;;
 hash) cmd_hash ;;
 state) tree_state ;;
+check-trailers) check_trailers "${2:-}" ;;
 check) cmd_check ;;
-*) die "usage: hack/patches.sh apply|export|ensure|hash|state|check" ;;
+*) die "usage: hack/patches.sh apply|export|ensure|hash|state|check|check-trailers [dir]" ;;
 esac

@@ -49,9 +49,8 @@ make_tree() { # tree version
 
 # Apply the series' patches that are not yet in the tree; stop at a conflict.
 apply_rest() { # tree
-	local tree=$1 done_n total p files=()
+	local tree=$1 done_n files=()
 	done_n=$(abgit -C "$tree" rev-list --count upstream-base..HEAD)
-	total=$(series | wc -l)
 	mapfile -t files < <(series | tail -n +$((done_n + 1)) | sed "s|^|$AB_ROOT/patches/|")
 	[ ${#files[@]} -eq 0 ] && return 0
 	if ! abgit -C "$tree" am -q -3 --committer-date-is-author-date "${files[@]}" >&2; then

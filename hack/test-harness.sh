@@ -27,6 +27,18 @@ if command -v shellcheck >/dev/null; then
 	check "shellcheck hack/" shellcheck -x -S warning "$AB_ROOT"/hack/*.sh "$AB_ROOT"/.ci/run
 fi
 check "patch queue: applies, exports byte-identical, each patch builds" "$AB_ROOT/hack/patches.sh" check
+# A patch without the Upstream:/Drop-when: trailers is refused.
+trailerless() {
+	local d
+	d=$(mktemp -d)
+	trap 'rm -rf "$d"' RETURN
+	printf '0001-x.patch\n' >"$d/series"
+	printf 'Subject: [PATCH] x: y\n\nMeant for upstream.\n\nSigned-off-by: a <a@b>\n---\n' >"$d/0001-x.patch"
+	! "$AB_ROOT/hack/patches.sh" check-trailers "$d" || return 1
+	printf 'Subject: [PATCH] x: y\n\nUpstream: yes\nDrop-when: never\nSigned-off-by: a <a@b>\n---\n' >"$d/0001-x.patch"
+	"$AB_ROOT/hack/patches.sh" check-trailers "$d"
+}
+check "patch queue: a patch without Upstream:/Drop-when: trailers is refused" trailerless
 PYTHON=${PYTHON:-/usr/bin/python3}
 check "harness: suites, statistics, report (unittest)" env PYTHONPATH="$AB_ROOT/hack" "$PYTHON" -m unittest discover -s "$AB_ROOT/hack/ab/tests" -t "$AB_ROOT/hack"
 check "linkemu: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/linkemu' && go vet . && go test -count=1 ."

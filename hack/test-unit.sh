@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Unit tests of the moby packages the patch series touches, run in the patched
-# tree, plus daemon/config (every daemon option is validated there).
+# tree, plus daemon/config (every daemon option is validated there), under the
+# race detector: the series adds state shared between requests (queues,
+# checkpoints in flight, per-registry limits).
 #
-# usage: hack/test-unit.sh [--list] [go test flags...]
+# usage: hack/test-unit.sh [--list] [go test flags...]   (UNIT_RACE=0: without -race)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -40,6 +42,8 @@ cd "$PATCHED_TREE"
 # Build first (this may fetch modules), then run the tests in a network
 # namespace of their own with IPv4 forwarding on, as in upstream's dev
 # container: some daemon tests expect it and must not change the host.
-go test -tags "$GO_BUILDTAGS" -count=1 -run '^$' "${pkgs[@]}" >/dev/null
+race=()
+[ "${UNIT_RACE:-1}" = 0 ] || race=(-race)
+go test "${race[@]}" -tags "$GO_BUILDTAGS" -count=1 -run '^$' "${pkgs[@]}" >/dev/null
 unshare --net -- sh -c 'ip link set lo up && sysctl -qw net.ipv4.ip_forward=1 && exec "$@"' sh \
-	env GOPROXY=off GOFLAGS=-mod=mod go test -tags "$GO_BUILDTAGS" -count=1 "$@" "${pkgs[@]}"
+	env GOPROXY=off GOFLAGS=-mod=mod go test "${race[@]}" -tags "$GO_BUILDTAGS" -count=1 "$@" "${pkgs[@]}"

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // While several checkpoints are being written at once, the checkpoint list
@@ -24,17 +23,7 @@ func TestCheckpointListShowsOnlyFinishedCheckpoints(t *testing.T) {
 		ids[i] = d.mustDocker("run", "-d", "ab/memholder", "memholder", "-r", "200", "128")
 	}
 	for _, id := range ids {
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			out, _ := d.docker("logs", "--tail", "1", id)
-			if strings.Contains(out, "verified_passes=") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("memory holder %s never got ready: %s", id[:12], out)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		d.waitMemholder(id)
 	}
 
 	var (
