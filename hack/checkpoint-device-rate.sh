@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# What the data-root's disk sees while the patched daemon writes a checkpoint
+# under checkpoint-write-bandwidth caps: for each cap, a memory holder of SIZE
+# MiB is checkpointed (--leave-running) while the disk's /proc/diskstats
+# counters are sampled every 100 ms; the result is the device's highest write
+# rate over any one-second window, the bytes it took, and the checkpoint's
+# time against the images' bytes at the cap.
+#
+# usage: hack/checkpoint-device-rate.sh [--size MiB] [--out DIR] CAP...
+#   CAP: a checkpoint-write-bandwidth value ("32MiB"), or "none"
+# Writes DIR/device-rate.json (default: a new directory under /tmp) and prints
+# a table. The patched test host must not be running already.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+size=384 out='' caps=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--size) size=$2 && shift 2 ;;
+	--out) out=$2 && shift 2 ;;
+	-h | --help) sed -n '2,12s/^# \{0,1\}//p' "$0" && exit 0 ;;
+	*) caps+=("$1") && shift ;;
+	esac
+done
+[ ${#caps[@]} -gt 0 ] || die "usage: hack/checkpoint-device-rate.sh [--size MiB] [--out DIR] CAP..."
+[ ! -e "$AB_RUN/patched/dockerd.pid" ] || die "the patched test host is running (hack/daemon.sh down patched)"
+out=${out:-$(mktemp -d /tmp/checkpoint-device-rate.XXXXXX)}
+mkdir -p "$out"
+[ -f "$AB_ROOT/build/images/memholder.tar" ] || "$AB_ROOT/hack/images.sh" build >/dev/null
+
+mkdir -p "$AB_VAR"
+dev=$(lsblk -no PKNAME "$(findmnt -no SOURCE -T "$AB_VAR")" 2>/dev/null || true)
+[ -n "$dev" ] || dev=$(basename "$(findmnt -no SOURCE -T "$AB_VAR")")
+grep -q " $dev " /proc/diskstats || die "no /proc/diskstats line for $dev (the disk under $AB_VAR)"
+
+sampler=
+cleanup() {
+	[ -z "$sampler" ] || kill "$sampler" 2>/dev/null || true
+	"$AB_ROOT/hack/daemon.sh" down patched >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+runs=()
+for cap in "${caps[@]}"; do
+	log "device rate: cap $cap, ${size} MiB memory holder, disk $dev"
+	cfg=$out/daemon-$cap.json
+	if [ "$cap" = none ]; then echo '{}' >"$cfg"; else echo "{\"checkpoint-write-bandwidth\": \"$cap\"}" >"$cfg"; fi
+	eval "$("$AB_ROOT/hack/daemon.sh" up patched --config "$cfg")"
+	docker load -q -i "$AB_ROOT/build/images/memholder.tar" >/dev/null
+	docker run -d --name mh ab/memholder memholder "$size" >/dev/null
+	for _ in $(seq 300); do
+		docker logs mh 2>&1 | grep -q verified_passes= && break
+		sleep 0.2
+	done
+	sync
+	sleep 2
+	samples=$out/samples-$cap.txt
+	python3 -c '
+import sys, time
+dev, out = sys.argv[1], sys.argv[2]
+with open(out, "w") as f:
+    while True:
+        for line in open("/proc/diskstats"):
+            p = line.split()
+            if p[2] == dev:
+                f.write(f"{time.time():.3f} {p[9]}\n")
+                break
+        f.flush()
+        time.sleep(0.1)
+' "$dev" "$samples" &
+	sampler=$!
+	sleep 1
+	t0=$(date +%s.%N)
+	docker checkpoint create --leave-running mh cp1 >/dev/null
+	t1=$(date +%s.%N)
+	sleep 1
+	kill "$sampler"
+	wait "$sampler" 2>/dev/null || true
+	sampler=
+	grep -h 'msg="Checkpoint created"' "$AB_VAR/patched/dockerd.log" | tail -1 >"$out/log-$cap.txt"
+	runs+=("$cap $t0 $t1")
+	"$AB_ROOT/hack/daemon.sh" down patched >/dev/null
+done
+
+python3 - "$out/device-rate.json" "$size" "$dev" "$("$AB_ROOT/hack/patches.sh" hash 2>/dev/null || echo unknown)" "${runs[@]}" <<'EOF'
+import json, os, re, sys
+path, size, dev, series, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
+outdir = os.path.dirname(path)
+def seconds(d):
+    m = re.fullmatch(r"([0-9.]+)(µs|ms|s)", d or "")
+    return None if not m else float(m[1]) / {"µs": 1e6, "ms": 1e3, "s": 1}[m[2]]
+def logged(cap):
+    """The daemon's "Checkpoint created" line as a dict."""
+    line = open(os.path.join(outdir, f"log-{cap}.txt")).read()
+    return {k: v.strip('"') for k, v in re.findall(r'(\w+)=("[^"]*"|\S+)', line)}
+def parse_cap(c):
+    if c == "none":
+        return None
+    m = re.fullmatch(r"([0-9.]+)\s*([KMG]i?B)?", c)
+    mult = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "KB": 1e3, "MB": 1e6, "GB": 1e9, None: 1}[m[2]]
+    return float(m[1]) * mult
+out, table = [], []
+print(f"{'cap':>8} {'max 1 s MiB/s':>14} {'x cap':>6} {'MiB to disk':>11} {'checkpoint s':>12} {'x (bytes/cap + dump)':>21}")
+for r in runs:
+    f = r.split()
+    cap, t0, t1 = f[0], float(f[1]), float(f[2])
+    samples = os.path.join(outdir, f"samples-{cap}.txt")
+    log = logged(cap)
+    written = int(log["written"]) if "written" in log else None
+    dump = seconds(log.get("dump"))
+    rows = [tuple(map(float, l.split())) for l in open(samples)]
+    rows = [x for x in rows if t0 - 0.2 <= x[0] <= t1 + 0.2]
+    best = 0.0
+    for i, (t, s) in enumerate(rows):
+        for u, v in rows[i:]:
+            if u - t >= 1.0:
+                best = max(best, (v - s) * 512 / (u - t))
+                break
+    took = t1 - t0
+    rate = parse_cap(cap)
+    floor = written / rate + (dump or 0) if rate and written else None
+    res = {"cap": cap, "cap_bytes_per_s": rate, "checkpoint_s": round(took, 3), "dump_s": dump, "daemon_log": log,
+           "written_bytes": written, "max_1s_window_bytes_per_s": round(best),
+           "disk_bytes": int((rows[-1][1] - rows[0][1]) * 512) if rows else None,
+           "samples": [[round(t - t0, 3), int(s)] for t, s in rows]}
+    if rate:
+        res["max_1s_window_over_cap"] = round(best / rate, 3)
+    if floor:
+        res["checkpoint_over_floor"] = round(took / floor, 3)
+    out.append(res)
+    table.append(f"| {cap} | {best / 2**20:.1f} | {res.get('max_1s_window_over_cap', '-')} | {(res['disk_bytes'] or 0) / 2**20:.0f} | {took:.2f} | {f'{dump:.3f}' if dump is not None else '-'} | {res.get('checkpoint_over_floor', '-')} |")
+    os.remove(samples)
+    print(f"{cap:>8} {best / 2**20:14.1f} {res.get('max_1s_window_over_cap', float('nan')):6.2f} "
+          f"{(res['disk_bytes'] or 0) / 2**20:11.0f} {took:12.2f} {res.get('checkpoint_over_floor', float('nan')):21.2f}")
+json.dump({"what": "checkpoint-device-rate", "memory_mib": size, "disk": dev, "series": series,
+           "sample_interval_s": 0.1, "runs": out}, open(path, "w"), indent=1)
+with open(os.path.join(outdir, "report.md"), "w") as f:
+    f.write(f"# Checkpoint writes as the disk sees them\n\nA {size} MiB memory holder checkpointed with --leave-running by the patched daemon "
+            f"(series {series}) under each checkpoint-write-bandwidth cap; disk {dev}, /proc/diskstats sampled every 100 ms. "
+            "Floor: the images' bytes at the cap plus the dump. Samples in device-rate.json; made by hack/checkpoint-device-rate.sh.\n\n"
+            "| cap | max MiB/s over 1 s | / cap | MiB to disk | checkpoint s | dump s | / floor |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+    f.write("\n".join(table) + "\n")
+print(f"results: {path}")
+EOF
