@@ -281,3 +281,19 @@ no_staging() {
 	restore_resumes mh --checkpoint cp1 --checkpoint-dir "$dir"
 	docker rm -f mh >/dev/null
 }
+
+@test "patched: a bad restore request changes nothing (no exit code, an --rm container kept)" {
+	up_patched
+	docker create --rm --name rmc ab/memholder memholder 16 >/dev/null
+	run docker start --checkpoint missing rmc
+	assert_failure
+	assert_output --partial "checkpoint missing does not exist"
+	run docker start --checkpoint cp1 --checkpoint-dir relative/dir rmc
+	assert_failure
+	assert_output --partial "invalid checkpoint directory"
+	# The container is still there, as it was: never started, no error.
+	run docker inspect -f '{{.State.Status}} {{.State.ExitCode}} [{{.State.Error}}]' rmc
+	assert_success
+	assert_output "created 0 []"
+	docker rm rmc >/dev/null
+}
