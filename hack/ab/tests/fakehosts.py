@@ -1,0 +1,279 @@
+"""A pretend machine for running suites without daemons, registry, links or
+root: every command the harness gives a test host is answered here with a
+number that depends only on the command (and how often the same command ran
+before), and time passes only when a command says it took some. The same
+suite then writes the same results.json every time."""
+import concurrent.futures
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import zlib
+from unittest import mock
+
+from ab import hosts
+
+
+def _unit(key):
+    """A stable number in [0, 1) for key."""
+    return zlib.crc32(repr(key).encode()) / 2**32
+
+
+class World:
+    """The pretend machine: its clock, its containers, and what goes wrong.
+    fail: {(what, flavour, occurrence)} of commands that fail; what is the
+    command's name as value() counts it (e.g. "hyperfine", "checkpoint")."""
+
+    def __init__(self, var, fail=()):
+        self.var = var
+        self.now = 1000.0
+        self.count = {}
+        self.fail = set(fail)
+        self.logs = {}
+
+    # --- time -------------------------------------------------------------
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, s):
+        self.now += s
+
+    def value(self, what, flavour, detail, lo, hi):
+        """A sample of what, between lo and hi, depending on the command and
+        how many times it ran: (value, occurrence, whether it fails)."""
+        key = (what, flavour, detail)
+        n = self.count.get(key, 0)
+        self.count[key] = n + 1
+        base = lo + (hi - lo) * _unit(key)
+        v = round(base * (1 + 0.04 * ((n * 7 + 3) % 5 - 2)), 4)
+        return v, n, (what, flavour, n) in self.fail or (what, flavour, detail, n) in self.fail
+
+    # --- commands ---------------------------------------------------------
+    @staticmethod
+    def done(rc=0, out="", err=""):
+        return subprocess.CompletedProcess([], rc, out, err)
+
+    def sh(self, *args, env=None, check=True, capture=True, timeout=None):
+        args = [str(a) for a in args]
+        flavour = "patched" if "patched" in (env or {}).get("DOCKER_HOST", "") else "stock"
+        if args[0] == "hyperfine":
+            cmd = args[-1].replace(self.var, "$VAR")  # the same command in every run
+            lo, hi = (2.0, 6.0) if "docker pull" in cmd else (0.2, 1.5)
+            v, _, bad = self.value("hyperfine", flavour, cmd, lo, hi)
+            if bad:
+                return self.done(1, err="Error: Command terminated with non-zero exit code: 1\n")
+            with open(args[args.index("--export-json") + 1], "w") as f:
+                json.dump({"results": [{"times": [v]}]}, f)
+            return self.done()
+        if args[0] == "nsenter":
+            flavour = args[1].rsplit("-", 1)[-1]
+            rest = args[2:]
+            if rest[0] == "taskset":
+                rest = rest[3:]
+            if rest[0] == "curl":
+                return self.done()
+            if rest[0] == "wrk":
+                if "--latency" not in rest:
+                    return self.done(out="warm-up\n")
+                return self.wrk(flavour, rest[-1])
+            if os.path.basename(rest[0]) == "pingpong":
+                return self.pingpong(flavour, "native")
+        if args[0].endswith("/runc"):
+            v, _, bad = self.value("runc", "runc", args[-1], 0.2, 0.8)
+            self.now += v
+            return self.done(1, err="criu failed\n") if bad else self.done()
+        return self.done()
+
+    def wrk(self, flavour, url):
+        rps, _, bad = self.value("wrk", flavour, url, 500.0, 3000.0)
+        if bad:
+            return self.done(1, err=f"unable to connect to {url} Connection refused\n")
+        lat = round(400 / rps, 6)
+        return self.done(out=f"""Running 3s test @ {url}
+  2 threads and 400 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency   {lat * 1e3 * 1.2:.2f}ms   1.00ms  90.00ms   95.98%
+  Latency Distribution
+     50%   {lat * 1e3:.2f}ms
+     75%   {lat * 1e3 * 1.1:.2f}ms
+     90%   {lat * 1e3 * 1.3:.2f}ms
+     99%   {lat * 1e3 * 3:.2f}ms
+  {int(rps * 3)} requests in 3.00s, 12.66MB read
+Requests/sec:  {rps:.2f}
+Transfer/sec:      4.19MB
+""")
+
+    def pingpong(self, flavour, net):
+        p50, _, bad = self.value("pingpong", flavour, net, 10.0, 25.0)
+        if bad:
+            return self.done(1, err="pingpong: connection refused\n")
+        r = {"round_trips": 1000, "mean_us": round(p50 * 1.1, 2), "p50_us": p50, "p99_us": round(p50 * 2.5, 2)}
+        return self.done(out="listening\n" + json.dumps(r) + "\n")
+
+    def docker(self, d, args):
+        args = [str(a) for a in args]
+        f = d.flavour
+        if args[0] == "run" and "--rm" in args:
+            if "ab/pingpong" in args:
+                return self.pingpong(f, "host" if "host" in args else "bridge")
+            if "ab/node" in args:
+                cpus = args[args.index("--cpus") + 1] if "--cpus" in args else "unlimited"
+                mode = args[args.index("/data") + 1:]
+                t, _, bad = self.value("readfiles", f, (cpus, *mode), 0.3, 2.5)
+                self.now += t + 0.25
+                if bad:
+                    return self.done(1, err="node: EMFILE: too many open files\n")
+                r = {"files": 3, "elapsed_s": t, "files_per_s": round(3 / t, 2), "cpu_s": round(t * 0.9, 3),
+                     "throttled_s": 0.0 if cpus == "unlimited" else round(t / 3, 3)}
+                return self.done(out=json.dumps(r) + "\n")
+            return self.done()
+        if args[0] == "run":
+            _, _, bad = self.value("run", f, args[args.index("--name") + 1], 0, 0)
+            if bad:
+                raise hosts.HostError("docker run -d...: Bind for 0.0.0.0:3000 failed: port is already allocated")
+            return self.done(out="0123456789ab\n")
+        if args[0] == "logs":
+            name = args[-1]
+            if "--tail" in args:
+                return self.done(out="verified_passes=1\n")
+            n = self.logs[name] = self.logs.get(name, 0) + 1
+            gap, _, _ = self.value("freeze", f, name, 5.0, 400.0)
+            return self.done(out="".join(f"pass={i} maxgap_ms={gap if i == n - 1 else 3.0}\n" for i in range(n)))
+        if args[:2] == ["checkpoint", "create"]:
+            v, _, bad = self.value("checkpoint", f, args[-2], 0.1, 3.0)
+            self.now += v
+            return self.done(1, err="Error response from daemon: criu failed: type NOTIFY errno 0\n") if bad \
+                else self.done(out=args[-1] + "\n")
+        if args[:2] == ["start", "--checkpoint"]:
+            v, _, bad = self.value("restore", f, args[-1], 0.2, 1.0)
+            self.now += v
+            return self.done(1, err="Error response from daemon: restore failed\n") if bad else self.done()
+        if args[0] == "inspect":
+            return self.done(out="172.17.0.2\n" if "IPAddress" in args[2] else f"id-{args[-1]}\n")
+        return self.done()
+
+
+class FakeDaemon:
+    """hosts.Daemon's interface, answered by the World."""
+
+    def __init__(self, world, flavour):
+        self.world = world
+        self.flavour = flavour
+        self.sock = f"/run/moby-ab/{flavour}/docker.sock"
+        self.config = None
+        self.version = "29.8.1+ab.0123abcd" if flavour == "patched" else "29.8.1"
+
+    @property
+    def env(self):
+        return {"DOCKER_HOST": f"unix://{self.sock}"}
+
+    def up(self, config):
+        self.config = dict(config)
+
+    def apply(self, config):
+        if config != self.config:
+            self.config = dict(config)
+
+    def down(self, keep=None):
+        pass
+
+    def docker(self, *args, check=True, timeout=600):
+        return self.world.docker(self, args)
+
+    def load(self, *images):
+        pass
+
+    def netns(self):
+        return f"/run/netns/ab-{self.flavour}"
+
+    def vardir(self):
+        path = os.path.join(self.world.var, self.flavour)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def runc_root(self):
+        return f"/run/moby-ab/{self.flavour}/exec/runtime-runc/moby"
+
+
+class FakeProcess:
+    """A native server: it runs until it is stopped."""
+
+    def __init__(self, *a, **kw):
+        self.returncode = None
+
+    def poll(self):
+        return self.returncode
+
+    def terminate(self):
+        self.returncode = -15
+
+    kill = terminate
+
+    def wait(self, timeout=None):
+        return self.returncode
+
+
+class _Inline:
+    """ThreadPoolExecutor's interface, one task after the other: concurrent
+    checkpoints then take the same pretend time in every run."""
+
+    def __init__(self, *a, **kw):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def submit(self, fn, *args, **kw):
+        fut = concurrent.futures.Future()
+        fut.set_result(fn(*args, **kw))
+        return fut
+
+
+MACHINE = {"kernel": "6.18.0", "cpus": 2, "cpu": "Pretend CPU", "memory_gib": 7.8, "hostname": "pretend"}
+
+
+@contextlib.contextmanager
+def pretend(fail=()):
+    """Patch the test hosts, the clock and the CPU count (2) for running suites."""
+    var = tempfile.mkdtemp(prefix="ab-fake-var-")
+    world = World(var, fail)
+    patches = [
+        mock.patch.object(hosts, "sh", world.sh),
+        mock.patch.object(hosts, "Daemon", lambda flavour: FakeDaemon(world, flavour)),
+        mock.patch.object(hosts, "build_images", lambda *a: None),
+        mock.patch.object(hosts, "registry_up", lambda: None),
+        mock.patch.object(hosts, "registry_down", lambda: None),
+        mock.patch.object(hosts, "link_up", lambda *a, **kw: None),
+        mock.patch.object(hosts, "link_down", lambda *a, **kw: None),
+        mock.patch.object(hosts, "link_backend", lambda backend="auto": "tun" if backend == "auto" else backend),
+        mock.patch.object(hosts, "push_random_image", lambda repo, tag, layers, seed: f"{hosts.REGISTRY}/{repo}:{tag}"),
+        mock.patch.object(hosts, "node_binary", lambda: "/usr/bin/node"),
+        mock.patch.object(hosts, "pingpong_binary", lambda: "/opt/build/pingpong"),
+        mock.patch("time.monotonic", world.monotonic),
+        mock.patch("time.sleep", world.sleep),
+        mock.patch("subprocess.Popen", FakeProcess),
+        mock.patch("concurrent.futures.ThreadPoolExecutor", _Inline),
+        mock.patch("os.cpu_count", lambda: 2),
+    ]
+    try:
+        with contextlib.ExitStack() as stack:
+            for p in patches:
+                stack.enter_context(p)
+            stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+            yield world
+    finally:
+        shutil.rmtree(var, ignore_errors=True)
+
+
+def normalise(doc):
+    """What differs between machines and runs: the machine and the times of day."""
+    doc["machine"] = dict(MACHINE)
+    doc["started"], doc["finished"] = "2025-01-01T00:00:00Z", "2025-01-01T00:10:00Z"
+    return doc

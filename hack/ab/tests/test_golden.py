@@ -1,0 +1,188 @@
+"""What the harness writes, kept: the suites in golden/ run on a pretend
+machine (fakehosts) write the results in golden/*.results.json, those
+results render golden/*.report.md byte for byte, and a suite of each kind
+with a key added is refused (or taken) with the message in
+golden/suite-errors.txt.
+
+After a change that is meant to change them:
+    PYTHONPATH=hack python3 -m ab.tests.test_golden --update
+and read the diff."""
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import tomllib
+import unittest
+
+from ab import report, runner, suite
+from ab.tests import fakehosts
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
+
+# suite -> the commands that fail on the pretend machine (fakehosts.World)
+FIXTURES = {
+    "pull": {("hyperfine", "patched", "docker pull -q 10.199.0.1:5000/ab-pull/two:v1", 2)},
+    "checkpoint": {("checkpoint", "stock", "abcp-nginx", 1), ("restore", "patched", "abcp-16MiB", 0)},
+    "checkpoint-freeze": {("runc", "runc", "id-abcp-app-floor", 1)},
+    "overhead": {("wrk", "stock", "http://127.0.0.1:3000/cpu", 1), ("pingpong", "patched", "bridge", 0),
+                 ("run", "patched", "abov-http-published", 0)},
+    "cpuquota": {("readfiles", "stock", ("0.6", "workers", "2"), 1)},
+    "zns": set(),
+    "zns-scan": set(),
+}
+
+
+def run(name):
+    """Run golden/<name>.toml on the pretend machine: its results document."""
+    out = tempfile.mkdtemp(prefix="ab-golden-")
+    try:
+        with fakehosts.pretend(FIXTURES[name]):
+            s = suite.load(os.path.join(GOLDEN, name + ".toml"))
+            if not runner.Runner(s, out).run():
+                raise AssertionError(f"{name}: the run was interrupted")
+        return fakehosts.normalise(report.load(out))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def render(results_text):
+    """report.md from the text of a results.json, and the images it shows
+    that were not written."""
+    d = tempfile.mkdtemp(prefix="ab-golden-")
+    try:
+        with open(os.path.join(d, "results.json"), "w") as f:
+            f.write(results_text)
+        report.write(d)
+        with open(os.path.join(d, "report.md")) as f:
+            md = f.read()
+        missing = [p for p in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md) if not os.path.isfile(os.path.join(d, p))]
+        return md, missing
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def dump(doc):
+    """results.json, one result a line (small, and readable in a diff)."""
+    items = list(doc.items())
+    lines = ["{"]
+    for i, (k, v) in enumerate(items):
+        if k == "results" and v:
+            body = "[\n" + ",\n".join("  " + json.dumps(e, ensure_ascii=False) for e in v) + "\n ]"
+        else:
+            body = json.dumps(v, ensure_ascii=False)
+        lines.append(f" {json.dumps(k)}: {body}" + ("," if i < len(items) - 1 else ""))
+    return "\n".join(lines + ["}"]) + "\n"
+
+
+# --- suite files: a key added to a suite of each kind --------------------
+
+# Top-level keys as a suite would give them: (key, TOML). A table goes at the
+# end of the file, anything else after the kind (line 3).
+ADDED = [
+    ("description", 'description = "x"'),
+    ("repetitions", "repetitions = 2"),
+    ("profile", '[[profile]]\nname = "x"\nrtt = "1ms"'),
+    ("image", '[[image]]\nname = "x"\nlayers = ["1MiB"]'),
+    ("flavor", "[flavor.stock]\ndaemon = {}"),
+    ("scenarios", 'scenarios = ["alone"]'),
+    ("container", '[[container]]\nname = "x"\nmemory = "1MiB"'),
+    ("workloads", 'workloads = ["run"]'),
+    ("leave_running", "leave_running = true"),
+    ("restore", "restore = true"),
+    ("link_backend", 'link_backend = "tun"'),
+    ("link_backend", 'link_backend = "pigeon"'),
+    ("seed", "[seed]\nx = 1"),
+    ("warmup", "warmup = 1"),
+    ("warmup", "warmup = 0"),
+    ("warmup", "warmup = -1"),
+    ("floor", "floor = true"),
+    ("floor", "floor = false"),
+    ("trace", "[trace]\nrounds = 2"),
+    ("trace", 'trace = "missing.csv"'),
+    ("geometry", "[geometry]\nzones = 4"),
+    ("policies", 'policies = ["zone-aware"]'),
+    ("placement", "[placement]\ngc_reserve = 1"),
+    ("http", "[http]\nthreads = 1"),
+    ("pingpong", '[pingpong]\nsize = "64B"'),
+    ("cpus", "cpus = [1]"),
+    ("modes", 'modes = ["async"]'),
+    ("workers", "workers = [2]"),
+    ("files", "files = 10"),
+    ("file_size", 'file_size = "1KiB"'),
+    ("colour", 'colour = "blue"'),
+]
+BASES = ("pull", "checkpoint", "overhead", "cpuquota", "zns")
+
+
+def suite_errors():
+    """Every base suite with every key it does not have: 'base + key: message'."""
+    out = []
+    with tempfile.TemporaryDirectory() as d:
+        for base in BASES:
+            with open(os.path.join(GOLDEN, base + ".toml")) as f:
+                text = f.read()
+            have = tomllib.loads(text)
+            for key, toml in ADDED:
+                if key in have:
+                    continue
+                lines = text.splitlines()
+                if toml.startswith("["):
+                    lines += [""] + toml.splitlines()
+                else:
+                    lines[2:2] = [toml]
+                path = os.path.join(d, "s.toml")
+                with open(path, "w") as f:
+                    f.write("\n".join(lines) + "\n")
+                try:
+                    with fakehosts.pretend():
+                        suite.load(path)
+                    msg = "ok"
+                except suite.SuiteError as e:
+                    msg = str(e).replace(d + os.sep, "")
+                out.append(f"{base} + {toml.splitlines()[0]}: {msg}")
+    return "\n".join(out) + "\n"
+
+
+class GoldenTest(unittest.TestCase):
+    maxDiff = None
+
+    def golden(self, name):
+        with open(os.path.join(GOLDEN, name)) as f:
+            return f.read()
+
+    def test_results(self):
+        for name in FIXTURES:
+            with self.subTest(suite=name):
+                self.assertEqual(run(name), json.loads(self.golden(name + ".results.json")))
+
+    def test_reports(self):
+        for name in FIXTURES:
+            with self.subTest(suite=name):
+                md, missing = render(self.golden(name + ".results.json"))
+                self.assertEqual(md, self.golden(name + ".report.md"))
+                self.assertEqual(missing, [])
+
+    def test_suite_errors(self):
+        self.assertEqual(suite_errors(), self.golden("suite-errors.txt"))
+
+
+def update():
+    for name in FIXTURES:
+        text = dump(run(name))
+        with open(os.path.join(GOLDEN, name + ".results.json"), "w") as f:
+            f.write(text)
+        md, missing = render(text)
+        assert not missing, missing
+        with open(os.path.join(GOLDEN, name + ".report.md"), "w") as f:
+            f.write(md)
+    with open(os.path.join(GOLDEN, "suite-errors.txt"), "w") as f:
+        f.write(suite_errors())
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--update"]:
+        update()
+    else:
+        unittest.main()
