@@ -3,10 +3,8 @@ measures every cell, alternating flavours, each measurement cold. Writes
 results.json after every sample, so an interrupted run keeps what it measured."""
 import concurrent.futures
 import dataclasses
-import datetime
 import json
 import os
-import platform
 import re
 import resource
 import shutil
@@ -18,58 +16,8 @@ import tempfile
 import time
 
 from . import hosts, units, zns
+from .results import Cell, Results, now
 from .suite import BATCH, cpus_label, mode_label
-
-
-class Results:
-    def __init__(self, suite, outdir):
-        self.path = os.path.join(outdir, "results.json")
-        self.doc = {"suite": suite.name, "kind": suite.kind, "suite_file": os.path.relpath(suite.path, hosts.ROOT),
-                    "description": suite.description, "repetitions": suite.repetitions,
-                    "machine": machine(), "started": now(), "finished": None, "interrupted": False,
-                    "daemons": {}, "link": {}, "seed": suite.seed, "results": []}
-        self.index = {}
-
-    def add(self, key, sample=None, error=None, **extra):
-        """key: dict of the cell's identifying fields."""
-        k = json.dumps(key, sort_keys=True)
-        if k not in self.index:
-            entry = dict(key, times_s=[], errors=[])
-            entry.update({x: [] for x in extra})
-            self.index[k] = entry
-            self.doc["results"].append(entry)
-        e = self.index[k]
-        if sample is not None:
-            e["times_s"].append(round(sample, 4))
-        if error:
-            e["errors"].append(error)
-        for x, v in extra.items():
-            e.setdefault(x, []).append(v)
-        self.save()
-
-    def save(self):
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.doc, f, indent=1)
-        os.replace(tmp, self.path)
-
-
-def now():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def machine():
-    def read(p):
-        try:
-            with open(p) as f:
-                return f.read()
-        except OSError:
-            return ""
-    cpu = re.search(r"model name\s*:\s*(.*)", read("/proc/cpuinfo"))
-    mem = re.search(r"MemTotal:\s*(\d+)", read("/proc/meminfo"))
-    return {"kernel": platform.release(), "cpus": os.cpu_count(), "cpu": cpu.group(1) if cpu else "",
-            "memory_gib": round(int(mem.group(1)) / 2**20, 1) if mem else None,
-            "hostname": platform.node()}
 
 
 class Progress:
@@ -272,26 +220,24 @@ class Runner:
                 # first measured pull on, and the warm-up times stay visible.
                 for w in range(s.warmup):
                     for f, params in variants:
-                        key, t, err = self.pull(f, params, prof, img, refs[img.name])
-                        self.results.add(key, None, f"warm-up: {err}" if err else None,
+                        cell, t, err = self.pull(f, params, prof, img, refs[img.name])
+                        self.results.add(cell, None, f"warm-up: {err}" if err else None,
                                          warmup_s=round(t, 4) if t is not None else None)
                         sys.stderr.write(f"    warm-up pull {prof.name}/{img.name} {f} {params_label(params)}: "
                                          + (f"{t:.2f}s\n" if t is not None else f"FAILED {err}\n"))
                 for rep in range(s.repetitions):
                     for f, params in interleave(variants, rep):
-                        key, t, err = self.pull(f, params, prof, img, refs[img.name])
-                        self.results.add(key, t, err)
+                        cell, t, err = self.pull(f, params, prof, img, refs[img.name])
+                        self.results.add(cell, t, err)
                         prog.step(f"pull {prof.name}/{img.name} {f} {params_label(params)} rep {rep + 1}: "
                                   + (f"{t:.2f}s" if t is not None else f"FAILED {err}"))
 
     def pull(self, f, params, prof, img, ref):
-        """One cold pull of ref by flavour f with params: (cell key, seconds, error)."""
+        """One cold pull of ref by flavour f with params: (its cell, seconds, error)."""
         d = self.daemons[f]
         d.apply(params)
         t, err = self.hyperfine_pull(d, ref)
-        key = {"flavor": f, "profile": prof.name, "image": img.name, "params": params,
-               "scenario": None, "container": None}
-        return key, t, err
+        return Cell(f, profile=prof.name, image=img.name, params=params), t, err
 
     def hyperfine_pull(self, d, ref):
         out = os.path.join(self.tmp, "hf.json")
@@ -421,10 +367,9 @@ class Runner:
                                 res = [x.result() for x in futs]
                             batch = time.monotonic() - t0
                             for c, nm, (t, err) in zip(group, names, res):
-                                key = {"flavor": f, "profile": None, "image": c.image or "ab/memholder",
-                                       "params": d.config, "scenario": scen, "container": c.name}
-                                if scen == "incremental":
-                                    key["concurrent"] = len(group)
+                                cell = Cell(f, image=c.image or "ab/memholder", params=d.config, scenario=scen,
+                                           container=c.name,
+                                           kind_fields={"concurrent": len(group)} if scen == "incremental" else {})
                                 extra = {}
                                 if s.leave_running and c.memory and t is not None:
                                     extra["freeze_s"] = self.freeze(d, nm)
@@ -433,20 +378,19 @@ class Runner:
                                     extra = {"restore_s": round(rt, 4) if rt is not None else None}
                                     if rerr:
                                         extra["restore_error"] = rerr
-                                self.results.add(key, t, err, **extra)
+                                self.results.add(cell, t, err, **extra)
                             if scen == "together":
                                 # The whole batch: from the requests to the last checkpoint done.
                                 bad = [e for _, e in res if e]
-                                self.results.add({"flavor": f, "profile": None, "image": None, "params": d.config,
-                                                  "scenario": scen, "container": BATCH},
+                                self.results.add(Cell(f, params=d.config, scenario=scen, container=BATCH),
                                                  None if bad else batch, f"a checkpoint failed: {bad[0]}" if bad else None)
                             if s.floor and scen == "alone" and f == floor_host:
                                 for c in group:
                                     ft, fr, ferr = self.floor(d, c, rep)
-                                    key = {"flavor": "runc", "profile": None, "image": c.image or "ab/memholder",
-                                           "params": None, "scenario": scen, "container": c.name}
+                                    cell = Cell("runc", image=c.image or "ab/memholder", scenario=scen,
+                                               container=c.name)
                                     extra = {"freeze_s": fr} if s.leave_running and c.memory else {}
-                                    self.results.add(key, ft, ferr, **extra)
+                                    self.results.add(cell, ft, ferr, **extra)
                             label = "+".join(c.name for c in group)
                             prog.step(f"checkpoint {scen} {label} {f} rep {rep + 1}: "
                                       + ", ".join(f"{t:.2f}s" if t is not None else "FAILED" for t, _ in res)
@@ -480,8 +424,8 @@ class Runner:
 
     def overhead_run(self, d, rep, prog):
         t, err = self.hyperfine(d.env, "docker run --rm ab/busybox true")
-        self.results.add({"flavor": d.flavour, "profile": None, "image": "ab/busybox", "params": d.config,
-                          "scenario": "run", "container": "busybox true"}, t, err)
+        self.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="run",
+                              container="busybox true"), t, err)
         prog.step(f"overhead run {d.flavour} rep {rep + 1}: {t:.3f}s" if t else f"overhead run FAILED {err}")
 
     CPU = "head -c 300000000 /dev/zero | busybox sha256sum >/dev/null"
@@ -489,8 +433,7 @@ class Runner:
     def overhead_cpu(self, d, rep, prog):
         # The same busybox binary, natively in the test host and in a container.
         t, err = self.hyperfine(d.env, f"nsenter --net={d.netns()} busybox sh -c '{self.CPU}'")
-        self.results.add({"flavor": d.flavour, "profile": None, "image": None, "params": d.config,
-                          "scenario": "cpu", "container": "native"}, t, err)
+        self.results.add(Cell(d.flavour, params=d.config, scenario="cpu", container="native"), t, err)
         prog.step(f"overhead cpu native ({d.flavour} host) rep {rep + 1}: {t:.2f}s" if t else "cpu native FAILED")
         name = "abov-cpu"
         d.docker("run", "-d", "--name", name, "ab/busybox", "sleep", "3600")
@@ -498,8 +441,8 @@ class Runner:
             t, err = self.hyperfine(d.env, f"docker exec {name} sh -c '{self.CPU}'")
         finally:
             d.docker("rm", "-f", name, check=False)
-        self.results.add({"flavor": d.flavour, "profile": None, "image": "ab/busybox", "params": d.config,
-                          "scenario": "cpu", "container": "container"}, t, err)
+        self.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="cpu",
+                              container="container"), t, err)
         prog.step(f"overhead cpu container {d.flavour} rep {rep + 1}: {t:.2f}s" if t else "cpu container FAILED")
 
     # Small files (seeds 002, 003): one process writes 2000 files of 4 KiB,
@@ -513,8 +456,7 @@ class Runner:
         # natively, on the disk that holds the daemon's data-root
         native = os.path.join(d.vardir(), "abov-files")
         t, err = self.hyperfine(d.env, "busybox sh -c " + shlex.quote(self.FILES.format(dir=native)))
-        self.results.add({"flavor": d.flavour, "profile": None, "image": None, "params": d.config,
-                          "scenario": "files", "container": "native"}, t, err)
+        self.results.add(Cell(d.flavour, params=d.config, scenario="files", container="native"), t, err)
         prog.step(f"overhead files native ({d.flavour} host) rep {rep + 1}: {t:.2f}s" if t else f"files native FAILED {err}")
         # in a container: its writable layer (overlay on the same disk)
         name = "abov-files"
@@ -523,8 +465,8 @@ class Runner:
             t, err = self.hyperfine(d.env, f"docker exec {name} sh -c " + shlex.quote(self.FILES.format(dir="/work")))
         finally:
             d.docker("rm", "-f", name, check=False)
-        self.results.add({"flavor": d.flavour, "profile": None, "image": "ab/busybox", "params": d.config,
-                          "scenario": "files", "container": "container"}, t, err)
+        self.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="files",
+                              container="container"), t, err)
         prog.step(f"overhead files container {d.flavour} rep {rep + 1}: {t:.2f}s" if t else f"files container FAILED {err}")
 
     # --- overhead: servers in each network placement ---------------------
@@ -597,6 +539,10 @@ class Runner:
         ip = self.ip_of(d, name) if net == "bridge" else "127.0.0.1"
         return f"http://{ip}:{h.port}", None, name
 
+    def http_cell(self, d, net, ep):
+        return Cell(d.flavour, image=f"ab/{self.s.http.server}", params=d.config, scenario="http", container=net,
+                    kind_fields={"endpoint": ep})
+
     def overhead_http(self, d, rep, prog):
         h = self.s.http
         for net in rotate(h.networks, rep):
@@ -608,9 +554,7 @@ class Runner:
                 except hosts.HostError as e:
                     # this placement's cells get the error; the suite goes on
                     for ep in h.endpoints:
-                        self.results.add({"flavor": d.flavour, "profile": None, "image": f"ab/{h.server}",
-                                          "params": d.config, "scenario": "http", "container": net, "endpoint": ep},
-                                         None, str(e)[:300])
+                        self.results.add(self.http_cell(d, net, ep), None, str(e)[:300])
                         prog.step(f"overhead http {ep} {net} {d.flavour} rep {rep + 1}: FAILED {str(e)[:200]}")
                     continue
                 for ep in h.endpoints:
@@ -625,9 +569,7 @@ class Runner:
                         err = (p.stderr or p.stdout or "wrk failed").strip()[-300:]
                     elif w.get("errors"):
                         err = f"wrk: {w['errors']}"
-                    key = {"flavor": d.flavour, "profile": None, "image": f"ab/{h.server}", "params": d.config,
-                           "scenario": "http", "container": net, "endpoint": ep}
-                    self.results.add(key, w.get("p50_s"), err, rps=w.get("rps"), latency_mean_s=w.get("mean_s"),
+                    self.results.add(self.http_cell(d, net, ep), w.get("p50_s"), err, rps=w.get("rps"), latency_mean_s=w.get("mean_s"),
                                      latency_p99_s=w.get("p99_s"), requests=w.get("requests"))
                     prog.step(f"overhead http {ep} {net} {d.flavour} rep {rep + 1}: "
                               + (f"{w['rps']:.0f} req/s, p50 {w['p50_s'] * 1e3:.2f} ms" if w.get("rps") is not None
@@ -668,10 +610,10 @@ class Runner:
                 r, err = parse_json_line(p.stdout), None
                 if r is None:
                     err = ((p.stderr or "").strip().splitlines() or ["pingpong failed"])[-1][:300]
-                key = {"flavor": d.flavour, "profile": None, "image": None if net == "native" else "ab/pingpong",
-                       "params": d.config, "scenario": "pingpong", "container": net}
+                cell = Cell(d.flavour, image=None if net == "native" else "ab/pingpong", params=d.config,
+                           scenario="pingpong", container=net)
                 r = r or {}
-                self.results.add(key, r["p50_us"] / 1e6 if r else None, err, mean_us=r.get("mean_us"),
+                self.results.add(cell, r["p50_us"] / 1e6 if r else None, err, mean_us=r.get("mean_us"),
                                  p50_us=r.get("p50_us"), p99_us=r.get("p99_us"), round_trips=r.get("round_trips"),
                                  cpus=f"{scpu},{ccpu}" if scpu is not None else None)
                 prog.step(f"overhead pingpong {net} {d.flavour} rep {rep + 1}: "
@@ -728,10 +670,9 @@ class Runner:
                         r = parse_json_line(p.stdout)
                         err = None if r else ((p.stderr or "").strip().splitlines() or ["failed"])[-1][:300]
                         r = r or {}
-                        key = {"flavor": f, "profile": None, "image": "ab/node", "params": d.config,
-                               "scenario": mode_label(mode, n), "container": cpus_label(cpus), "mode": mode,
-                               "workers": n, "cpus": cpus}
-                        self.results.add(key, r.get("elapsed_s"), err, files_per_s=r.get("files_per_s"),
+                        cell = Cell(f, image="ab/node", params=d.config, scenario=mode_label(mode, n),
+                                   container=cpus_label(cpus), kind_fields={"mode": mode, "workers": n, "cpus": cpus})
+                        self.results.add(cell, r.get("elapsed_s"), err, files_per_s=r.get("files_per_s"),
                                          cpu_s=r.get("cpu_s"), throttled_s=r.get("throttled_s"),
                                          run_s=round(wall, 4))
                         prog.step(f"cpuquota {mode_label(mode, n)} cpus={cpus_label(cpus)} {f} rep {rep + 1}: "
@@ -768,8 +709,7 @@ class Runner:
             sys.stderr.write(f"==> {len(events)} events on {g.describe()}\n")
             for policy in s.policies:
                 o = zns.replay(events, g, policy, s.chunk, s.gc_reserve)
-                doc["results"].append(o.entry(dict(doc["placement"]), g))
-                self.results.save()
+                self.results.append(o.entry(dict(doc["placement"]), g))
                 m = o.metrics
                 on = f" on {units.human_size(g.zone_size)} zones" if scan else ""
                 prog.step(f"replay {policy}{on}: relocated {zns.gib(m['relocated_bytes'])}, "

@@ -30,6 +30,7 @@ import sys
 from dataclasses import dataclass, field
 
 from . import units
+from .results import Cell
 
 HEADER = ["time_s", "op", "container", "checkpoint", "bytes"]
 OPS = ("create", "delete")
@@ -616,11 +617,11 @@ class Outcome:
         """A results.json entry (the fields every kind has, then the replay's);
         with the Geometry it was replayed on, entries of a scan say which."""
         geo = {"geometry": dataclasses.asdict(geometry)} if geometry else {}
-        return {"flavor": self.policy, "policy": self.policy, "profile": None, "image": None, "params": params,
-                **geo, "scenario": "replay", "container": None, "times_s": [],
-                "errors": [f"{f.time_s:g}s {f.container}/{f.checkpoint}: {f.reason}" for f in self.failures],
-                "metrics": self.metrics, "failures": [dataclasses.asdict(f) for f in self.failures],
-                "series": self.series}
+        cell = Cell(self.policy, params=params, scenario="replay", kind_fields={"policy": self.policy, **geo})
+        return cell.entry(times_s=[],
+                          errors=[f"{f.time_s:g}s {f.container}/{f.checkpoint}: {f.reason}" for f in self.failures],
+                          metrics=self.metrics, failures=[dataclasses.asdict(f) for f in self.failures],
+                          series=self.series)
 
 
 SERIES = ("t_s", "events", "live_bytes", "used_zones", "util_used", "util_total", "host_bytes",

@@ -1,0 +1,95 @@
+"""results.json: the document a run writes, and the cells it is made of.
+
+A cell is one thing measured, in the same fields for every kind: the
+flavour that ran it (for a zns replay, the placement policy), where
+(profile, image, scenario, container: what they mean is the kind's, see
+the kind's module in hack/ab/kinds/), with which daemon options (params),
+and the fields a kind adds to tell its cells apart (an http endpoint, an
+incremental step's concurrency). Every entry of results.json is a cell's
+fields followed by its samples, and every entry is built from a Cell."""
+import datetime
+import json
+import os
+import platform
+import re
+from dataclasses import dataclass, field
+
+from . import hosts
+
+
+@dataclass
+class Cell:
+    flavor: str
+    profile: str = None
+    image: str = None
+    params: dict = None
+    scenario: str = None
+    container: str = None
+    kind_fields: dict = field(default_factory=dict)  # the kind's own, after the ones above
+
+    def fields(self):
+        return {"flavor": self.flavor, "profile": self.profile, "image": self.image, "params": self.params,
+                "scenario": self.scenario, "container": self.container, **self.kind_fields}
+
+    def entry(self, **values):
+        """A results.json entry: the cell's fields, then values."""
+        return dict(self.fields(), **values)
+
+
+class Results:
+    """The results.json of a run, saved after every sample."""
+
+    def __init__(self, suite, outdir):
+        self.path = os.path.join(outdir, "results.json")
+        self.doc = {"suite": suite.name, "kind": suite.kind, "suite_file": os.path.relpath(suite.path, hosts.ROOT),
+                    "description": suite.description, "repetitions": suite.repetitions,
+                    "machine": machine(), "started": now(), "finished": None, "interrupted": False,
+                    "daemons": {}, "link": {}, "seed": suite.seed, "results": []}
+        self.index = {}
+
+    def add(self, cell, sample=None, error=None, **extra):
+        """One sample of cell (seconds, or None when it failed with error);
+        extra: the other values measured with it, one list each."""
+        k = json.dumps(cell.fields(), sort_keys=True)
+        if k not in self.index:
+            entry = cell.entry(times_s=[], errors=[])
+            entry.update({x: [] for x in extra})
+            self.index[k] = entry
+            self.doc["results"].append(entry)
+        e = self.index[k]
+        if sample is not None:
+            e["times_s"].append(round(sample, 4))
+        if error:
+            e["errors"].append(error)
+        for x, v in extra.items():
+            e.setdefault(x, []).append(v)
+        self.save()
+
+    def append(self, entry):
+        """A whole entry (Cell.entry), measured at once."""
+        self.doc["results"].append(entry)
+        self.save()
+
+    def save(self):
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.doc, f, indent=1)
+        os.replace(tmp, self.path)
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def machine():
+    def read(p):
+        try:
+            with open(p) as f:
+                return f.read()
+        except OSError:
+            return ""
+    cpu = re.search(r"model name\s*:\s*(.*)", read("/proc/cpuinfo"))
+    mem = re.search(r"MemTotal:\s*(\d+)", read("/proc/meminfo"))
+    return {"kernel": platform.release(), "cpus": os.cpu_count(), "cpu": cpu.group(1) if cpu else "",
+            "memory_gib": round(int(mem.group(1)) / 2**20, 1) if mem else None,
+            "hostname": platform.node()}
