@@ -4,7 +4,7 @@ import json
 import os
 
 from . import stats, units, zns
-from .suite import BATCH
+from .kinds.checkpoint import BATCH
 
 DEFAULT_MCD = 3  # dockerd's default max-concurrent-downloads
 

@@ -17,7 +17,8 @@ import time
 
 from . import hosts, units, zns
 from .results import Cell, Results, now
-from .suite import BATCH, cpus_label, mode_label
+from .kinds.checkpoint import BATCH
+from .kinds.cpuquota import cpus_label, mode_label
 
 
 class Progress:

@@ -7,7 +7,8 @@ import shutil
 import tempfile
 import unittest
 
-from ab import report, runner, suite
+from ab import report, runner
+from ab.kinds import cpuquota
 from ab.tests.test_suite import SuiteErrors, load
 
 OVERHEAD = """
@@ -120,8 +121,8 @@ class CPUQuotaSuiteTest(SuiteErrors, unittest.TestCase):
         self.assertEqual(q.cpus, [None, 0.6])
         self.assertEqual(q.cells(), [("async", 0), ("workers", 1), ("workers", 4)])
         self.assertEqual((q.files, q.file_size), (500, 19001))
-        self.assertEqual([suite.cpus_label(c) for c in q.cpus], ["unlimited", "0.6"])
-        self.assertEqual(suite.mode_label("workers", 4), "workers x4")
+        self.assertEqual([cpuquota.cpus_label(c) for c in q.cpus], ["unlimited", "0.6"])
+        self.assertEqual(cpuquota.mode_label("workers", 4), "workers x4")
 
     def test_errors_name_the_line(self):
         self.assertEditsRefused(CPUQUOTA, [

@@ -1,0 +1,27 @@
+"""One module per suite kind: what a suite of that kind says (its keys and
+tables, and their checks), what running it measures, and its report's own
+sections. The core (suite, runner, results, report) asks the kind's module
+for these by name; a kind's module has:
+
+  suite files  KEYS         the top-level keys it takes
+               SWITCHES     those of KEYS any suite may have while they are off
+               REPETITIONS  the default
+               Suite        suite.Suite with the kind's tables
+               validate(v, d, s)  check the kind's keys of d, fill s (v: suite.Validator)
+               refuse(v, d, kind) refuse the kind's keys in a suite of another kind
+
+Modules are imported when first asked for: they build on the core modules,
+which ask for them."""
+import importlib
+
+NAMES = ("pull", "checkpoint", "overhead", "cpuquota", "zns")
+
+
+def get(name):
+    """The module of kind name."""
+    return importlib.import_module("." + name, __name__)
+
+
+def every():
+    """Every kind's module, in NAMES' order."""
+    return [get(n) for n in NAMES]
