@@ -9,6 +9,9 @@ for these by name; a kind's module has:
                Suite        suite.Suite with the kind's tables
                validate(v, d, s)  check the kind's keys of d, fill s (v: suite.Validator)
                refuse(v, d, kind) refuse the kind's keys in a suite of another kind
+  running      run(r)       measure every cell into r.results (r: runner.Runner)
+               prepare(r)   (if it has one) what it needs before the daemons start
+               images(s)    (if it has one) the images it needs beyond busybox and memholder
 
 Modules are imported when first asked for: they build on the core modules,
 which ask for them."""

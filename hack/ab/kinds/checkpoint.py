@@ -6,15 +6,22 @@ scenario names the one, container the other's name, image its image; an
 incremental step adds concurrent (how many were checkpointed at once). In
 together, container BATCH is the whole group. Flavour "runc" is the floor:
 runc checkpoint --image-path and fsync of a container of the same kind."""
+import concurrent.futures
+import os
 import re
+import shutil
+import time
 from dataclasses import dataclass, field
 
-from .. import suite, units
+from .. import hosts, suite, units
+from ..measure import Progress
+from ..results import Cell
 
 KEYS = ("scenarios", "container", "leave_running", "restore", "floor")
 SWITCHES = ("floor",)  # floor = false is no floor, in any suite
 REPETITIONS = 3
 SCENARIOS = ("alone", "together", "incremental")
+RUNC = os.path.join(hosts.AB_PREFIX, "bin", "runc")
 # A [[container]]'s name names its containers (abcp-<name>), so it is a
 # container name's tail.
 CONTAINER_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
@@ -79,3 +86,163 @@ def container(v, c, i):
         ct.image = v.typed(c["image"], str, w + ("image",), "an image name")
         ct.command = v.typed(c.get("command", []), list, w + ("command",), "a list")
     return ct
+
+
+# --- the run ----------------------------------------------------------------
+
+def prepare(r):
+    """The application images the [[container]] tables name."""
+    apps = sorted({c.image.split("/")[-1].split(":")[0] for c in r.s.containers if c.image})
+    if apps:
+        hosts.build_images(*apps)
+
+
+def run(r):
+    """Per repetition and scenario, each flavour in ABAB order: start the
+    group's containers, checkpoint them at once, time each and the batch;
+    then the freeze seen from inside, the restore, and runc's floor."""
+    s = r.s
+    n = len(s.containers)
+    per = {"alone": n, "together": 1, "incremental": n}
+    prog = Progress(sum(per[x] for x in s.scenarios) * s.repetitions * len(r.daemons))
+    # runc's floor is measured in the patched daemon's test host (the
+    # stock one's when there is no patched flavour).
+    floor_host = "patched" if "patched" in r.daemons else next(iter(r.daemons))
+    for rep in range(s.repetitions):
+        for scen in s.scenarios:
+            for f in r.flavour_order(rep):
+                d = r.daemons[f]
+                groups = {"alone": [[c] for c in s.containers], "together": [s.containers],
+                          "incremental": [s.containers[:k] for k in range(1, n + 1)]}[scen]
+                for group in groups:
+                    names = [f"abcp-{c.name}" for c in group]
+                    try:
+                        for c, nm in zip(group, names):
+                            start_container(d, c, nm)
+                        t0 = time.monotonic()
+                        with concurrent.futures.ThreadPoolExecutor(len(group)) as ex:
+                            futs = [ex.submit(checkpoint, d, nm, f"cp{rep}", s.leave_running) for nm in names]
+                            res = [x.result() for x in futs]
+                        batch = time.monotonic() - t0
+                        for c, nm, (t, err) in zip(group, names, res):
+                            cell = Cell(f, image=c.image or "ab/memholder", params=d.config, scenario=scen,
+                                        container=c.name,
+                                        kind_fields={"concurrent": len(group)} if scen == "incremental" else {})
+                            extra = {}
+                            if s.leave_running and c.memory and t is not None:
+                                extra["freeze_s"] = freeze(d, nm)
+                            if s.restore and scen == "alone" and t is not None:
+                                rt, rerr = restore(d, nm, f"cp{rep}", s.leave_running)
+                                extra = {"restore_s": round(rt, 4) if rt is not None else None}
+                                if rerr:
+                                    extra["restore_error"] = rerr
+                            r.results.add(cell, t, err, **extra)
+                        if scen == "together":
+                            # The whole batch: from the requests to the last checkpoint done.
+                            bad = [e for _, e in res if e]
+                            r.results.add(Cell(f, params=d.config, scenario=scen, container=BATCH),
+                                          None if bad else batch, f"a checkpoint failed: {bad[0]}" if bad else None)
+                        if s.floor and scen == "alone" and f == floor_host:
+                            for c in group:
+                                ft, fr, ferr = floor(d, c, rep, s.leave_running)
+                                cell = Cell("runc", image=c.image or "ab/memholder", scenario=scen, container=c.name)
+                                extra = {"freeze_s": fr} if s.leave_running and c.memory else {}
+                                r.results.add(cell, ft, ferr, **extra)
+                        label = "+".join(c.name for c in group)
+                        prog.step(f"checkpoint {scen} {label} {f} rep {rep + 1}: "
+                                  + ", ".join(f"{t:.2f}s" if t is not None else "FAILED" for t, _ in res)
+                                  + (f" (batch {batch:.2f}s)" if scen == "together" else ""))
+                    finally:
+                        cleanup(d, names)
+
+
+def start_container(d, c, name):
+    if c.memory:
+        d.docker("run", "-d", "--name", name, "ab/memholder", "memholder", "-r", "200",
+                 str(max(1, c.memory >> 20)))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if "verified_passes=" in d.docker("logs", "--tail", "1", name, check=False).stdout:
+                return
+            time.sleep(0.1)
+        raise hosts.HostError(f"{name}: the memory holder did not get ready")
+    d.docker("run", "-d", "--name", name, c.image, *c.command)
+    time.sleep(2)
+
+
+def checkpoint(d, name, cp, leave_running):
+    args = ["checkpoint", "create"] + (["--leave-running"] if leave_running else []) + [name, cp]
+    t0 = time.monotonic()
+    p = d.docker(*args, check=False)
+    t = time.monotonic() - t0
+    if p.returncode != 0:
+        return None, (p.stderr.strip().splitlines() or ["failed"])[-1][:300]
+    return t, None
+
+
+def freeze(d, name):
+    """How long a memory holder was frozen by a --leave-running checkpoint,
+    seen from inside: the longest gap of its 10 ms ticker (maxgap_ms in
+    its next report; before the checkpoint it is a few ms)."""
+    before = d.docker("logs", name, check=False).stdout.count("\n")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        lines = d.docker("logs", name, check=False).stdout.splitlines()
+        if len(lines) > before:
+            m = re.search(r"maxgap_ms=([\d.]+)", lines[-1])
+            return round(float(m.group(1)) / 1000, 4) if m else None
+        time.sleep(0.1)
+    return None
+
+
+def restore(d, name, cp, leave_running):
+    if leave_running:
+        d.docker("stop", "-t", "1", name, check=False)
+    t0 = time.monotonic()
+    p = d.docker("start", "--checkpoint", cp, name, check=False)
+    t = time.monotonic() - t0
+    if p.returncode != 0:
+        return None, (p.stderr.strip().splitlines() or ["failed"])[-1][:300]
+    return t, None
+
+
+def floor(d, c, rep, leave_running):
+    """The floor under a daemon's checkpoint: runc checkpoint --image-path
+    on a container of the same kind, into a directory on the daemon's
+    data disk, plus fsync of every file and the directory (what makes the
+    daemon's checkpoint durable). Returns (seconds, freeze, error)."""
+    name = f"abcp-{c.name}-floor"
+    imgdir = os.path.join(d.vardir(), f"floor-{c.name}-{rep}")
+    try:
+        start_container(d, c, name)
+        cid = d.docker("inspect", "-f", "{{.Id}}", name).stdout.strip()
+        os.makedirs(imgdir)
+        cmd = [RUNC, "--root", d.runc_root(), "checkpoint", "--image-path", imgdir]
+        if leave_running:
+            cmd.append("--leave-running")
+        t0 = time.monotonic()
+        # runc finds criu on PATH: the one the daemons use
+        path = os.path.dirname(RUNC) + os.pathsep + os.environ.get("PATH", "")
+        p = hosts.sh(*cmd, cid, env={"PATH": path}, check=False)
+        if p.returncode == 0:
+            for dirpath, _, files in os.walk(imgdir):
+                for fn in files:
+                    fd = os.open(os.path.join(dirpath, fn), os.O_RDONLY)
+                    os.fsync(fd)
+                    os.close(fd)
+                fd = os.open(dirpath, os.O_RDONLY)
+                os.fsync(fd)
+                os.close(fd)
+        t = time.monotonic() - t0
+        if p.returncode != 0:
+            return None, None, (p.stderr.strip().splitlines() or ["runc checkpoint failed"])[-1][:300]
+        fr = freeze(d, name) if leave_running and c.memory else None
+        return t, fr, None
+    finally:
+        cleanup(d, [name])
+        shutil.rmtree(imgdir, ignore_errors=True)
+
+
+def cleanup(d, names):
+    if names:
+        d.docker("rm", "-f", *names, check=False)

@@ -7,9 +7,14 @@ A cell is a way of reading and a CPU limit: scenario is the mode's label
 the time to read every file; files_per_s, cpu_s, throttled_s and run_s
 (the container's whole run) come with them."""
 import os
+import resource
+import sys
+import time
 from dataclasses import dataclass, field
 
-from .. import suite, units
+from .. import hosts, suite, units
+from ..measure import Progress, parse_json_line, rotate
+from ..results import Cell
 
 KEYS = ("cpus", "modes", "workers", "files", "file_size")
 SWITCHES = ()
@@ -109,3 +114,88 @@ def cpuquota(v, d):
         if not 1 <= q.file_size <= 16 << 20:
             v.fail(("file_size",), f"file_size: want 1B to 16MiB, got {d['file_size']}")
     return q
+
+
+# --- the run ----------------------------------------------------------------
+
+def prepare(r):
+    # Promise.all opens every file before the first read completes; a
+    # container cannot raise its descriptor limit above the hard limit the
+    # daemon has where root lacks CAP_SYS_RESOURCE.
+    need = r.s.cpuquota.files + 1024
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and need > hard:
+        raise hosts.HostError(f"files: {r.s.cpuquota.files} files need {need} open files at once; "
+                              f"this host's hard limit is {hard} (ulimit -Hn)")
+
+
+def images(s):
+    return ["node"]
+
+
+def run(r):
+    """Write the files once per flavour; then per repetition, each flavour
+    in ABAB order reads them in a container per CPU limit and mode."""
+    s = r.s
+    q = s.cpuquota
+    dirs = {}
+    for f, d in r.daemons.items():
+        sys.stderr.write(f"==> {f}: {q.files} files of {units.human_size(q.file_size)}\n")
+        dirs[f] = files_dir(q, d)
+    cells = q.cells()
+    r.results.doc["workload"] = {"files": q.files, "file_size": q.file_size, "cpus": q.cpus,
+                                 "modes": q.modes, "workers": q.workers}
+    r.results.save()
+    prog = Progress(len(q.cpus) * len(cells) * s.repetitions * len(r.daemons))
+    # Every descriptor at once: Promise.all opens all the files before
+    # the first read completes.
+    nofile = q.files + 1024  # checked against the hard limit in prepare()
+    for rep in range(s.repetitions):
+        for f in r.flavour_order(rep):
+            d = r.daemons[f]
+            for cpus in rotate(q.cpus, rep):
+                for mode, n in rotate(cells, rep):
+                    limit = ["--cpus", f"{cpus:g}"] if cpus is not None else []
+                    argv = ["node", "/app/readfiles.js", "/data", mode] + ([str(n)] if mode == "workers" else [])
+                    t0 = time.monotonic()
+                    p = d.docker("run", "--rm", *limit, "--ulimit", f"nofile={nofile}:{nofile}",
+                                 "-v", f"{dirs[f]}:/data:ro", "ab/node", *argv, check=False)
+                    wall = time.monotonic() - t0
+                    res = parse_json_line(p.stdout)
+                    err = None if res else ((p.stderr or "").strip().splitlines() or ["failed"])[-1][:300]
+                    res = res or {}
+                    cell = Cell(f, image="ab/node", params=d.config, scenario=mode_label(mode, n),
+                                container=cpus_label(cpus), kind_fields={"mode": mode, "workers": n, "cpus": cpus})
+                    r.results.add(cell, res.get("elapsed_s"), err, files_per_s=res.get("files_per_s"),
+                                  cpu_s=res.get("cpu_s"), throttled_s=res.get("throttled_s"), run_s=round(wall, 4))
+                    prog.step(f"cpuquota {mode_label(mode, n)} cpus={cpus_label(cpus)} {f} rep {rep + 1}: "
+                              + (f"{res['elapsed_s']:.2f}s, {res['files_per_s']:.0f} files/s" if res
+                                 else f"FAILED {err}"))
+
+
+def files_dir(q, d):
+    """Seed 003's directory: files of the seed's text, on the data-root's
+    disk, written once and read once (the runs read from the page cache,
+    as the seed's repeated runs did)."""
+    path = os.path.join(d.vardir(), "abcq-files")
+    os.makedirs(path, exist_ok=True)
+    body = seed003_text(q.file_size)
+    for i in range(q.files):
+        with open(os.path.join(path, f"file-{i}.txt"), "wb") as f:
+            f.write(body)
+    for i in range(q.files):
+        with open(os.path.join(path, f"file-{i}.txt"), "rb") as f:
+            f.read()
+    return path
+
+
+SEED003_LINE = b"longonglndinfdfkjds"
+
+
+def seed003_text(size):
+    """Seed 003's file body: its text repeated and a newline (19001 bytes at
+    the seed's 1000 repetitions), cut or extended to size bytes."""
+    if size <= 1:
+        return b"\n"[:size]
+    reps = -(-(size - 1) // len(SEED003_LINE))
+    return (SEED003_LINE * reps)[:size - 1] + b"\n"

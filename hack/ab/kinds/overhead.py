@@ -8,9 +8,17 @@ http and pingpong a placement of NETWORKS), image the image it ran in
 (null natively); an http cell adds endpoint. http's samples are the
 median latency (times_s) beside requests/s (rps), which the report
 compares; pingpong's are the median round trip (p50_us)."""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
 from dataclasses import dataclass, field
 
-from .. import suite, units
+from .. import hosts, suite, units
+from ..measure import Progress, hyperfine, parse_json_line, rotate
+from ..results import Cell
 
 KEYS = ("workloads", "http", "pingpong")
 SWITCHES = ()
@@ -175,3 +183,274 @@ def pingpong(v, t):
         v.fail(w + ("pin",), f"pin: '{p.pin}' is not one of split, same, none")
     return p
 
+
+
+# --- the run ----------------------------------------------------------------
+
+def images(s):
+    """The images beyond busybox and memholder: the http server's, pingpong's."""
+    return ([s.http.server] if s.http else []) + (["pingpong"] if s.pingpong else [])
+
+
+def run(r):
+    """Per repetition, each flavour in ABAB order runs every workload."""
+    s = r.s
+    steps = {"run": 1, "cpu": 2, "files": 2,
+             "http": len(s.http.networks) * len(s.http.endpoints) if s.http else 0,
+             "pingpong": len(s.pingpong.networks) if s.pingpong else 0}
+    prog = Progress(sum(steps[w] for w in s.workloads) * s.repetitions * len(r.daemons))
+    for rep in range(s.repetitions):
+        for f in r.flavour_order(rep):
+            d = r.daemons[f]
+            for w in s.workloads:
+                MEASURE[w](r, d, rep, prog)
+
+
+def measure_run(r, d, rep, prog):
+    t, err = hyperfine(r.tmp, d.env, "docker run --rm ab/busybox true")
+    r.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="run", container="busybox true"),
+                  t, err)
+    prog.step(f"overhead run {d.flavour} rep {rep + 1}: {t:.3f}s" if t else f"overhead run FAILED {err}")
+
+
+CPU = "head -c 300000000 /dev/zero | busybox sha256sum >/dev/null"
+
+
+def measure_cpu(r, d, rep, prog):
+    # The same busybox binary, natively in the test host and in a container.
+    t, err = hyperfine(r.tmp, d.env, f"nsenter --net={d.netns()} busybox sh -c '{CPU}'")
+    r.results.add(Cell(d.flavour, params=d.config, scenario="cpu", container="native"), t, err)
+    prog.step(f"overhead cpu native ({d.flavour} host) rep {rep + 1}: {t:.2f}s" if t else "cpu native FAILED")
+    name = "abov-cpu"
+    d.docker("run", "-d", "--name", name, "ab/busybox", "sleep", "3600")
+    try:
+        t, err = hyperfine(r.tmp, d.env, f"docker exec {name} sh -c '{CPU}'")
+    finally:
+        d.docker("rm", "-f", name, check=False)
+    r.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="cpu", container="container"),
+                  t, err)
+    prog.step(f"overhead cpu container {d.flavour} rep {rep + 1}: {t:.2f}s" if t else "cpu container FAILED")
+
+
+# Small files (seeds 002, 003): one process writes 2000 files of 4 KiB,
+# syncs, and reads them all back; one process each, so that the time is
+# file operations, not process start-up.
+FILES = ("mkdir -p {dir} && cd {dir} && "
+         "busybox awk 'BEGIN {{ for (i = 0; i < 2000; i++) {{ f = \"f\" i; printf \"%4096s\", \"\" > f; close(f) }} }}' && "
+         "sync && busybox cat f* >/dev/null && cd / && rm -rf {dir}")
+
+
+def measure_files(r, d, rep, prog):
+    # natively, on the disk that holds the daemon's data-root
+    native_dir = os.path.join(d.vardir(), "abov-files")
+    t, err = hyperfine(r.tmp, d.env, "busybox sh -c " + shlex.quote(FILES.format(dir=native_dir)))
+    r.results.add(Cell(d.flavour, params=d.config, scenario="files", container="native"), t, err)
+    prog.step(f"overhead files native ({d.flavour} host) rep {rep + 1}: {t:.2f}s" if t else f"files native FAILED {err}")
+    # in a container: its writable layer (overlay on the same disk)
+    name = "abov-files"
+    d.docker("run", "-d", "--name", name, "ab/busybox", "sleep", "3600")
+    try:
+        t, err = hyperfine(r.tmp, d.env, f"docker exec {name} sh -c " + shlex.quote(FILES.format(dir="/work")))
+    finally:
+        d.docker("rm", "-f", name, check=False)
+    r.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="files", container="container"),
+                  t, err)
+    prog.step(f"overhead files container {d.flavour} rep {rep + 1}: {t:.2f}s" if t else f"files container FAILED {err}")
+
+
+# --- servers in each network placement ---------------------------------------
+# native: a process in the flavour's test host (its network namespace),
+# the same program the containers run; bridge: a container on the
+# default bridge, reached at its address; published: the same behind
+# a published port, reached at 127.0.0.1 (seed 004's -p 3000:3000, through
+# the daemon's port mapping); host: a container on the host network.
+
+def native(r, d, argv, cwd=None):
+    """Start argv in the flavour's test host; returns the Popen."""
+    log = open(os.path.join(r.tmp, f"native-{os.path.basename(argv[0])}.log"), "w")
+    try:
+        # nsenter without --fork execs argv: the Popen's pid is the server's
+        return subprocess.Popen(["nsenter", f"--net={d.netns()}", *argv], cwd=cwd, stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=subprocess.STDOUT)
+    finally:
+        log.close()
+
+
+def stop_native(p):
+    if p is None or p.poll() is not None:
+        return
+    p.terminate()
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def ip_of(d, name):
+    return d.docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                    name).stdout.strip()
+
+
+def wait_http(d, url, proc=None, name=None, limit=20):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if hosts.sh("nsenter", f"--net={d.netns()}", "curl", "-fs", "-m", "5", "-o", "/dev/null", url,
+                    check=False).returncode == 0:
+            return
+        if proc is not None and proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    why = ""
+    if name:
+        why = d.docker("logs", "--tail", "5", name, check=False).stderr.strip()
+    raise hosts.HostError(f"{url}: the server did not answer within {limit}s {why}".strip())
+
+
+def http_dir(d):
+    """The node server's directory on the data-root's disk: app.js, and
+    testfile.txt of /disk-io (the seed mounted its home directory)."""
+    path = os.path.join(d.vardir(), "abov-http")
+    os.makedirs(path, exist_ok=True)
+    shutil.copyfile(os.path.join(hosts.HACK, "testimages", "node", "app.js"), os.path.join(path, "app.js"))
+    return path
+
+
+def start_http(r, d, net):
+    """Start the suite's server placed as net: (url base, Popen or None, container name or None)."""
+    h = r.s.http
+    name = f"abov-http-{net}"
+    if h.server == "node":
+        app = http_dir(d)
+        if net == "native":
+            return f"http://127.0.0.1:{h.port}", native(r, d, [hosts.node_binary(), "app.js"], cwd=app), None
+        image = ["-v", f"{app}:/usr/src/app", "-w", "/usr/src/app", "ab/node", "node", "app.js"]
+    else:
+        image = ["ab/nginx"]
+    net_args = {"bridge": [], "published": ["-p", f"{h.port}:{h.port}"], "host": ["--network", "host"]}[net]
+    d.docker("run", "-d", "--name", name, *net_args, *image)
+    ip = ip_of(d, name) if net == "bridge" else "127.0.0.1"
+    return f"http://{ip}:{h.port}", None, name
+
+
+def http_cell(r, d, net, ep):
+    return Cell(d.flavour, image=f"ab/{r.s.http.server}", params=d.config, scenario="http", container=net,
+                kind_fields={"endpoint": ep})
+
+
+def measure_http(r, d, rep, prog):
+    h = r.s.http
+    for net in rotate(h.networks, rep):
+        proc = name = None
+        try:
+            try:
+                base, proc, name = start_http(r, d, net)
+                wait_http(d, base + h.endpoints[0], proc, name)
+            except hosts.HostError as e:
+                # this placement's cells get the error; the suite goes on
+                for ep in h.endpoints:
+                    r.results.add(http_cell(r, d, net, ep), None, str(e)[:300])
+                    prog.step(f"overhead http {ep} {net} {d.flavour} rep {rep + 1}: FAILED {str(e)[:200]}")
+                continue
+            for ep in h.endpoints:
+                url = base + ep
+                wrk = ["nsenter", f"--net={d.netns()}", "wrk", "-t", str(h.threads), "-c", str(h.connections[ep])]
+                if h.warmup_s:
+                    hosts.sh(*wrk, "-d", f"{h.warmup_s:g}s", url, check=False)
+                p = hosts.sh(*wrk, "-d", f"{h.duration_s:g}s", "--latency", url, check=False)
+                w = parse_wrk(p.stdout or "")
+                err = None
+                if w.get("rps") is None:
+                    err = (p.stderr or p.stdout or "wrk failed").strip()[-300:]
+                elif w.get("errors"):
+                    err = f"wrk: {w['errors']}"
+                r.results.add(http_cell(r, d, net, ep), w.get("p50_s"), err, rps=w.get("rps"),
+                              latency_mean_s=w.get("mean_s"), latency_p99_s=w.get("p99_s"), requests=w.get("requests"))
+                prog.step(f"overhead http {ep} {net} {d.flavour} rep {rep + 1}: "
+                          + (f"{w['rps']:.0f} req/s, p50 {w['p50_s'] * 1e3:.2f} ms" if w.get("rps") is not None
+                             else "FAILED"))
+        finally:
+            stop_native(proc)
+            if name:
+                d.docker("rm", "-f", name, check=False)
+
+
+_WRK_UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
+
+
+def parse_wrk(text):
+    """wrk --latency output -> rps, requests, mean/p50/p99 latency (s) and the
+    errors it reports (socket errors, non-2xx answers)."""
+    out = {}
+    m = re.search(r"Requests/sec:\s*([\d.]+)", text)
+    out["rps"] = float(m.group(1)) if m else None
+    m = re.search(r"^\s*(\d+) requests in", text, re.M)
+    out["requests"] = int(m.group(1)) if m else None
+
+    def secs(pat):
+        m = re.search(pat, text, re.M)
+        return round(float(m.group(1)) * _WRK_UNIT[m.group(2)], 9) if m else None
+    out["mean_s"] = secs(r"^\s*Latency\s+([\d.]+)(us|ms|s|m)\b")
+    out["p50_s"] = secs(r"^\s*50%\s+([\d.]+)(us|ms|s|m)\b")
+    out["p99_s"] = secs(r"^\s*99%\s+([\d.]+)(us|ms|s|m)\b")
+    errs = []
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    if m and any(int(x) for x in m.groups()):
+        errs.append("socket errors: " + ", ".join(f"{k} {v}" for k, v in
+                                                  zip(("connect", "read", "write", "timeout"), m.groups())))
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    if m:
+        errs.append(f"{m.group(1)} non-2xx answers")
+    out["errors"] = "; ".join(errs)
+    return out
+
+
+PINGPONG_PORT = 7000
+
+
+def measure_pingpong(r, d, rep, prog):
+    """Round trips of a small message between two processes: two native
+    processes in the test host, two containers on the bridge, two on the
+    host network (seed 002: MPI's messages over Docker's virtual network)."""
+    pp = r.s.pingpong
+    args = ["-n", str(pp.round_trips), "-warmup", str(pp.warmup), "-size", str(pp.size)]
+    srv = ["pingpong", "server", "-listen", f":{PINGPONG_PORT}", "-size", str(pp.size)]
+    scpu, ccpu = pp.cpus(os.cpu_count() or 1)
+    taskset = lambda cpu: ["taskset", "-c", cpu] if cpu is not None else []
+    cpuset = lambda cpu: ["--cpuset-cpus", cpu] if cpu is not None else []
+    for net in rotate(pp.networks, rep):
+        proc = name = None
+        try:
+            if net == "native":
+                proc = native(r, d, taskset(scpu) + [hosts.pingpong_binary()] + srv[1:])
+                p = hosts.sh("nsenter", f"--net={d.netns()}", *taskset(ccpu), hosts.pingpong_binary(), "client",
+                             "-connect", f"127.0.0.1:{PINGPONG_PORT}", *args, check=False, timeout=600)
+            else:
+                name = f"abov-pp-{net}"
+                net_args = ["--network", "host"] if net == "host" else []
+                p = d.docker("run", "-d", "--name", name, *net_args, *cpuset(scpu), "ab/pingpong", *srv,
+                             check=False)
+                if p.returncode == 0:
+                    ip = ip_of(d, name) if net == "bridge" else "127.0.0.1"
+                    p = d.docker("run", "--rm", *net_args, *cpuset(ccpu), "ab/pingpong", "pingpong", "client",
+                                 "-connect", f"{ip}:{PINGPONG_PORT}", *args, check=False)
+            res, err = parse_json_line(p.stdout), None
+            if res is None:
+                err = ((p.stderr or "").strip().splitlines() or ["pingpong failed"])[-1][:300]
+            cell = Cell(d.flavour, image=None if net == "native" else "ab/pingpong", params=d.config,
+                        scenario="pingpong", container=net)
+            res = res or {}
+            r.results.add(cell, res["p50_us"] / 1e6 if res else None, err, mean_us=res.get("mean_us"),
+                          p50_us=res.get("p50_us"), p99_us=res.get("p99_us"), round_trips=res.get("round_trips"),
+                          cpus=f"{scpu},{ccpu}" if scpu is not None else None)
+            prog.step(f"overhead pingpong {net} {d.flavour} rep {rep + 1}: "
+                      + (f"p50 {res['p50_us']:.1f} us, mean {res['mean_us']:.1f} us, p99 {res['p99_us']:.1f} us"
+                         if res else f"FAILED {err}"))
+        finally:
+            stop_native(proc)
+            if name:
+                d.docker("rm", "-f", name, check=False)
+
+
+MEASURE = {"run": measure_run, "cpu": measure_cpu, "files": measure_files, "http": measure_http,
+           "pingpong": measure_pingpong}

@@ -4,10 +4,14 @@
 A cell is a policy's replay on one geometry: flavor and policy name the
 policy, scenario is "replay", and the entry has the geometry, the replay's
 metrics, its failed creates and its time series; times_s is empty."""
+import dataclasses
 import os
+import shutil
+import sys
 from dataclasses import dataclass, field
 
-from .. import suite, units, zns
+from .. import hosts, suite, units, zns
+from ..measure import Progress
 
 KEYS = ("trace", "geometry", "policies", "placement")
 SWITCHES = ()
@@ -191,3 +195,41 @@ def refuse(v, d, kind):
     for k in KEYS:
         if k in d:
             v.fail(v.first(d, k), f"{k} belongs to zns suites, not {kind}")
+
+
+# --- the run ----------------------------------------------------------------
+
+def run(r):
+    """Replay one trace under each placement policy on the model device,
+    on every geometry of the suite (one, or a scan of zone sizes). The
+    trace is kept beside the results, so the numbers can be reproduced
+    (and checked) from this directory alone."""
+    s = r.s
+    if s.trace_file:
+        events = zns.read_trace(s.trace_file)
+        source = {"file": os.path.relpath(s.trace_file, hosts.ROOT)}
+    else:
+        events = zns.generate(s.trace)
+        source = {"generated": dataclasses.asdict(s.trace)}
+    path = os.path.join(r.out, "trace.csv")
+    if s.trace_file:
+        shutil.copyfile(s.trace_file, path)  # byte for byte: the digest is the source's
+    else:
+        zns.write_trace(path, events)
+    doc = r.results.doc
+    doc["trace"] = dict(source, **zns.describe_trace(events), csv="trace.csv", sha256=zns.trace_digest(path))
+    doc["geometry"] = dataclasses.asdict(s.geometry)  # a scan's: the one whose time series are plotted
+    doc["geometries"] = [dataclasses.asdict(g) for g in s.geometries]
+    doc["placement"] = {"chunk": s.chunk, "gc_reserve": s.gc_reserve}
+    r.results.save()
+    scan = len(s.geometries) > 1
+    prog = Progress(len(s.geometries) * len(s.policies))
+    for g in s.geometries:
+        sys.stderr.write(f"==> {len(events)} events on {g.describe()}\n")
+        for policy in s.policies:
+            o = zns.replay(events, g, policy, s.chunk, s.gc_reserve)
+            r.results.append(o.entry(dict(doc["placement"]), g))
+            m = o.metrics
+            on = f" on {units.human_size(g.zone_size)} zones" if scan else ""
+            prog.step(f"replay {policy}{on}: relocated {zns.gib(m['relocated_bytes'])}, "
+                      f"WA {m['write_amplification']}, {m['resets']} resets, {m['failed']} failed creates")

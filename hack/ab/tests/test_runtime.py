@@ -7,8 +7,8 @@ import shutil
 import tempfile
 import unittest
 
-from ab import report, runner
-from ab.kinds import cpuquota
+from ab import measure, report
+from ab.kinds import cpuquota, overhead
 from ab.tests.test_suite import SuiteErrors, load
 
 OVERHEAD = """
@@ -171,29 +171,29 @@ Transfer/sec:      4.19MB
 
 class ParseTest(unittest.TestCase):
     def test_wrk(self):
-        w = runner.parse_wrk(WRK)
+        w = overhead.parse_wrk(WRK)
         self.assertEqual((w["rps"], w["requests"]), (23351.57, 70601))
         self.assertAlmostEqual(w["mean_s"], 0.02362)
         self.assertAlmostEqual(w["p50_s"], 0.000816)
         self.assertAlmostEqual(w["p99_s"], 1.2)
         self.assertEqual(w["errors"], "socket errors: connect 0, read 3, write 0, timeout 0")
-        self.assertIsNone(runner.parse_wrk("unable to connect to 127.0.0.1:3000 Connection refused")["rps"])
+        self.assertIsNone(overhead.parse_wrk("unable to connect to 127.0.0.1:3000 Connection refused")["rps"])
 
     def test_json_line(self):
-        self.assertEqual(runner.parse_json_line('noise\n{"mean_us": 7.5}\n'), {"mean_us": 7.5})
-        self.assertIsNone(runner.parse_json_line("pingpong: connection refused\n"))
-        self.assertIsNone(runner.parse_json_line(None))
+        self.assertEqual(measure.parse_json_line('noise\n{"mean_us": 7.5}\n'), {"mean_us": 7.5})
+        self.assertIsNone(measure.parse_json_line("pingpong: connection refused\n"))
+        self.assertIsNone(measure.parse_json_line(None))
 
     def test_seed003_text(self):
-        body = runner.seed003_text(19001)
+        body = cpuquota.seed003_text(19001)
         self.assertEqual(body, b"longonglndinfdfkjds" * 1000 + b"\n")
-        self.assertEqual(len(runner.seed003_text(4096)), 4096)
-        self.assertEqual(runner.seed003_text(1), b"\n")
+        self.assertEqual(len(cpuquota.seed003_text(4096)), 4096)
+        self.assertEqual(cpuquota.seed003_text(1), b"\n")
 
     def test_rotate(self):
-        self.assertEqual(runner.rotate(["a", "b", "c"], 0), ["a", "b", "c"])
-        self.assertEqual(runner.rotate(["a", "b", "c"], 4), ["b", "c", "a"])
-        self.assertEqual(runner.rotate([], 3), [])
+        self.assertEqual(measure.rotate(["a", "b", "c"], 0), ["a", "b", "c"])
+        self.assertEqual(measure.rotate(["a", "b", "c"], 4), ["b", "c", "a"])
+        self.assertEqual(measure.rotate([], 3), [])
 
 
 def _doc(kind, seed=None):

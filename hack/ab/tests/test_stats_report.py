@@ -3,7 +3,7 @@ import os
 import tempfile
 import unittest
 
-from ab import report, runner, stats
+from ab import measure, report, stats
 
 
 class StatsTest(unittest.TestCase):
@@ -32,10 +32,10 @@ class StatsTest(unittest.TestCase):
 class InterleaveTest(unittest.TestCase):
     def test_abab_and_alternating_start(self):
         v = [("stock", 1), ("stock", 3), ("stock", 7), ("patched", 0)]
-        self.assertEqual([f for f, _ in runner.interleave(list(v), 0)], ["patched", "stock", "stock", "stock"])
-        self.assertEqual([f for f, _ in runner.interleave(list(v), 1)], ["stock", "patched", "stock", "stock"])
+        self.assertEqual([f for f, _ in measure.interleave(list(v), 0)], ["patched", "stock", "stock", "stock"])
+        self.assertEqual([f for f, _ in measure.interleave(list(v), 1)], ["stock", "patched", "stock", "stock"])
         two = [("stock", None), ("patched", None)]
-        self.assertNotEqual(runner.interleave(list(two), 0), runner.interleave(list(two), 1))
+        self.assertNotEqual(measure.interleave(list(two), 0), measure.interleave(list(two), 1))
 
 
 def render(doc):
