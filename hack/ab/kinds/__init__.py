@@ -12,6 +12,13 @@ for these by name; a kind's module has:
   running      run(r)       measure every cell into r.results (r: runner.Runner)
                prepare(r)   (if it has one) what it needs before the daemons start
                images(s)    (if it has one) the images it needs beyond busybox and memholder
+  the report   cell_name(e)  a cell's name in tables and plots
+               KEY_FIELDS    its fields that tell cells apart besides profile, image, scenario, container
+               values(e)     (if it has one) the samples compared, their unit, lower is better; else times_s
+               sections(doc) its Markdown sections, after the summary
+               plots(doc, outdir, plt)  the PNGs it writes (report.bar_plot, its own)
+               after_samples(doc)  (if it has one) Markdown lines after every sample
+               summary_table(doc), write(outdir, doc)  (if it has them) a report of its own shape
 
 Modules are imported when first asked for: they build on the core modules,
 which ask for them."""

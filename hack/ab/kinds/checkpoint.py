@@ -13,11 +13,13 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
-from .. import hosts, suite, units
+from .. import hosts, stats, suite, units
 from ..measure import Progress
+from ..report import bar_plot, cell_key, fmt_ratio, fmt_v, median_of, versus
 from ..results import Cell
 
 KEYS = ("scenarios", "container", "leave_running", "restore", "floor")
+KEY_FIELDS = ("concurrent",)  # besides scenario and container
 SWITCHES = ("floor",)  # floor = false is no floor, in any suite
 REPETITIONS = 3
 SCENARIOS = ("alone", "together", "incremental")
@@ -246,3 +248,107 @@ def floor(d, c, rep, leave_running):
 def cleanup(d, names):
     if names:
         d.docker("rm", "-f", *names, check=False)
+
+
+# --- the report -------------------------------------------------------------
+
+def cell_name(e):
+    c = f" (x{e['concurrent']})" if e.get("concurrent") else ""
+    return f"{e['scenario']}: {e['container']}{c}"
+
+
+def sections(doc):
+    return [floor_table(doc), together_table(doc)]
+
+
+def floor_table(doc):
+    """Checkpoint suites with floor = true: each daemon against runc
+    checkpoint --image-path plus fsync on the same kind of container."""
+    runc = [e for e in doc["results"] if e["flavor"] == "runc"]
+    if not runc:
+        return ""
+    lines = ["## The floor: runc checkpoint --image-path + fsync", "",
+             "| container | runc | stock | patched | patched/runc [95% CI] | stock/runc [95% CI] | "
+             "freeze runc | freeze patched |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in runc:
+        same = [e for e in doc["results"] if cell_key(e, "checkpoint") == cell_key(r, "checkpoint")]
+        by = {e["flavor"]: e for e in same}
+        rs = stats.summary(r["times_s"])
+
+        def time_of(f):
+            e = by.get(f)
+            m = stats.summary(e["times_s"]) if e else None
+            return f"{fmt_v(m['median'], 's')} s" if m else "-"
+
+        def ratio(f):
+            e = by.get(f)
+            return fmt_ratio(stats.ratio_ci(e["times_s"], r["times_s"]), True) if e and rs else "-"
+
+        def frz(f):
+            e = by.get(f)
+            v = [x for x in (e or {}).get("freeze_s", []) if x is not None]
+            return f"{fmt_v(stats.summary(v)['median'], 's')} s" if v else "-"
+
+        rmed = f"{fmt_v(rs['median'], 's')} s" if rs else "-"
+        lines.append(f"| {r['container']} | {rmed} | {time_of('stock')} | {time_of('patched')} | {ratio('patched')} | "
+                     f"{ratio('stock')} | {frz('runc')} | {frz('patched')} |")
+    return "\n".join(lines) + "\n"
+
+
+def together_table(doc):
+    """Checkpoint suites with "alone" and "together": per flavour, each
+    container's time beside the others against its time alone (seed 001,
+    Figure 3), and the whole batch."""
+    es = {(e["flavor"], e["scenario"], e["container"]): e["times_s"] for e in doc["results"]
+          if e["flavor"] in ("stock", "patched") and e.get("scenario") in ("alone", "together")}
+    rows = []
+    for (f, scen, c), together in es.items():
+        if scen != "together" or c == BATCH:
+            continue
+        alone = es.get((f, "alone", c), [])
+        rows.append(f"| {f} | {c} | {fmt_v(median_of(alone), 's')} | {fmt_v(median_of(together), 's')} | "
+                    f"{versus(together, alone, True)} |")
+    if not rows:
+        return ""
+    lines = ["## Together against alone (seed 001, Figure 3)", "",
+             "Each container's checkpoint time with all the suite's containers checkpointed at once, against its "
+             "time alone (medians; ratio together/alone with a 95% bootstrap CI). The batch is the time from the "
+             "requests to the last checkpoint done.", "",
+             "| flavour | container | alone | together | together/alone [95% CI] |",
+             "| --- | --- | --- | --- | --- |"] + rows
+    if ("stock", "together", BATCH) in es or ("patched", "together", BATCH) in es:
+        bs, bp = es.get(("stock", "together", BATCH), []), es.get(("patched", "together", BATCH), [])
+        lines += ["", "| batch | stock | patched | patched/stock [95% CI] |", "| --- | --- | --- | --- |",
+                  f"| all together | {fmt_v(median_of(bs), 's')} | {fmt_v(median_of(bp), 's')} | "
+                  f"{versus(bp, bs, True)} |"]
+    return "\n".join(lines) + "\n"
+
+
+def plots(doc, outdir, plt):
+    return bar_plot(doc, outdir, plt, "checkpoint time")
+
+
+def after_samples(doc):
+    """The restores, and the freeze seen from inside."""
+    md = []
+    restores = [e for e in doc["results"] if e.get("restore_s")]
+    if restores:
+        md += ["", "## Restores", "", "| flavour | container | restored | restore time (median) | errors |",
+               "| --- | --- | --- | --- | --- |"]
+        for e in restores:
+            ok = [x for x in e["restore_s"] if x is not None]
+            m = stats.summary(ok)
+            md.append(f"| {e['flavor']} | {e['container']} | {len(ok)}/{len(e['restore_s'])} | "
+                      f"{fmt_v(m['median'], 's') if m else '-'} | "
+                      f"{'; '.join(sorted(set(e.get('restore_error', []))))[:200]} |")
+    frozen = [e for e in doc["results"] if any(x is not None for x in e.get("freeze_s", []))]
+    if frozen:
+        md += ["", "## Freeze (--leave-running), seen from inside the container", "",
+               "The longest gap of the memory holder's 10 ms ticker around the checkpoint.", "",
+               "| flavour | cell | median freeze (s) | samples |", "| --- | --- | --- | --- |"]
+        for e in frozen:
+            v = [x for x in e["freeze_s"] if x is not None]
+            md.append(f"| {e['flavor']} | {cell_name(e)} | {fmt_v(stats.summary(v)['median'], 's')} | "
+                      f"{', '.join(fmt_v(x, 's') for x in v)} |")
+    return md

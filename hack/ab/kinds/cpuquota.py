@@ -12,11 +12,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .. import hosts, suite, units
+from .. import hosts, stats, suite, units
 from ..measure import Progress, parse_json_line, rotate
+from ..report import bar_plot, fmt_v, median_of, versus
 from ..results import Cell
 
 KEYS = ("cpus", "modes", "workers", "files", "file_size")
+KEY_FIELDS = ()  # scenario and container name the mode and the limit
 SWITCHES = ()
 REPETITIONS = 3
 READ_MODES = ("sequential", "async", "workers")  # hack/testimages/node/readfiles.js
@@ -199,3 +201,232 @@ def seed003_text(size):
         return b"\n"[:size]
     reps = -(-(size - 1) // len(SEED003_LINE))
     return (SEED003_LINE * reps)[:size - 1] + b"\n"
+
+
+# --- the report -------------------------------------------------------------
+
+def cell_name(e):
+    return f"{e['scenario']} @ {e['container']} CPU"
+
+
+def sections(doc):
+    return [cpuquota_tables(doc)]
+
+
+def plots(doc, outdir, plt):
+    return bar_plot(doc, outdir, plt, "time to read every file") + plot_cpuquota(doc, outdir, plt)
+
+
+def cpu_value(c, ncpu):
+    """A CPU limit for an axis: no limit counts as the machine's CPUs."""
+    return float(ncpu or 1) if c is None else float(c)
+
+
+def _cq_cells(doc):
+    """(mode labels in suite order, CPU limits from the most to the least)."""
+    es = [e for e in doc["results"] if "mode" in e]
+    modes = list(dict.fromkeys(e["scenario"] for e in es))
+    ncpu = (doc.get("machine") or {}).get("cpus")
+    cpus = sorted({e.get("cpus") for e in es}, key=lambda c: -cpu_value(c, ncpu) - (0.001 if c is None else 0))
+    return es, modes, cpus, ncpu
+
+
+def _cq(es, flavour, mode, cpus, field="times_s"):
+    for e in es:
+        if e["flavor"] == flavour and e["scenario"] == mode and e.get("cpus") == cpus:
+            return [x for x in e.get(field, []) if x is not None]
+    return []
+
+
+def crossover(doc, flavour):
+    """Per worker mode: the CPU limits where it beats async (time to read
+    every file, the ratio's 95% interval below 1), where it loses (above 1),
+    and where the two cannot be told apart."""
+    es, modes, cpus, _ = _cq_cells(doc)
+    if "async" not in modes:
+        return {}
+    out = {}
+    for m in modes:
+        if not m.startswith("workers"):
+            continue
+        pays, ties, costs = [], [], []
+        for c in cpus:
+            r = stats.ratio_ci(_cq(es, flavour, m, c), _cq(es, flavour, "async", c))
+            if not r:
+                continue
+            (ties if not r["significant"] else pays if r["ratio"] < 1 else costs).append(c)
+        out[m] = (pays, ties, costs)
+    return out
+
+
+def cpus_phrase(cs):
+    """[None, 1.5, 1] -> 'with no CPU limit and at 1.5 and 1 CPUs'"""
+    nums = [f"{c:g}" for c in cs if c is not None]
+    parts = ["with no CPU limit"] if None in cs else []
+    if nums:
+        listed = nums[0] if len(nums) == 1 else ", ".join(nums[:-1]) + " and " + nums[-1]
+        parts.append(f"at {listed} CPU" + ("" if nums == ["1"] else "s"))
+    return " and ".join(parts)
+
+
+def cpuquota_tables(doc):
+    es, modes, cpus, ncpu = _cq_cells(doc)
+    if not es:
+        return ""
+    flavours = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
+    out = ["## Where workers stop paying (seed 003)", "",
+           "Time to read every file (median of the repetitions, seconds; files/s in brackets) per CPU limit "
+           "(`docker run --cpus`), per way of reading: one file after the other, Promise.all over every file "
+           "(libuv's pool does the I/O), or N worker threads each reading a slice with Promise.all. "
+           "\"workers / async\": above 1, the workers are slower than plain async I/O.", ""]
+    worker_modes = [m for m in modes if m.startswith("workers")]
+    for f in flavours:
+        head = ["CPUs"] + modes + (["fastest"]) + ([f"{m} / async" for m in worker_modes] if "async" in modes else [])
+        out += [f"**{f}**", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        for c in cpus:
+            cells = [cpus_label(c)]
+            best = None
+            for m in modes:
+                t, fps = median_of(_cq(es, f, m, c)), median_of(_cq(es, f, m, c, "files_per_s"))
+                cells.append(f"{t:.3f} ({fps:.0f})" if t is not None and fps is not None else "-")
+                if t is not None and (best is None or t < best[0]):
+                    best = (t, m)
+            cells.append(best[1] if best else "-")
+            if "async" in modes:
+                a = _cq(es, f, "async", c)
+                cells += [versus(_cq(es, f, m, c), a, True) for m in worker_modes]
+            out.append("| " + " | ".join(cells) + " |")
+        verdicts = crossover(doc, f)
+        if verdicts:
+            out.append("")
+        for m, (pays, ties, costs) in verdicts.items():
+            said = [f"{what} {cpus_phrase(cs)}" for what, cs in (("faster than async", pays),
+                                                                 ("slower", costs), ("no different", ties)) if cs]
+            verdict = f"{m}: " + "; ".join(said)
+            out.append(f"- {verdict}.")
+        out.append("")
+    # CPU time and throttling: why the workers stop paying
+    out += ["CPU time the reader used (user and system, every thread) and the time the CFS quota held it back "
+            "(cpu.stat's throttled time, summed over the CPUs it waited on), medians in seconds:", "",
+            "| CPUs | mode | " + " | ".join(f"{f} CPU time / throttled" for f in flavours) + " |",
+            "| --- | --- |" + " --- |" * len(flavours)]
+    for c in cpus:
+        for m in modes:
+            cells = []
+            for f in flavours:
+                cu, th = median_of(_cq(es, f, m, c, "cpu_s")), median_of(_cq(es, f, m, c, "throttled_s"))
+                cells.append(f"{cu:.2f} / {th:.2f}" if cu is not None and th is not None else
+                             (f"{cu:.2f} / -" if cu is not None else "-"))
+            out.append(f"| {cpus_label(c)} | {m} | " + " | ".join(cells) + " |")
+    seed = doc.get("seed") or {}
+    runs = seed.get("runs") or []
+    if runs:
+        sf = seed.get("files")
+        wl = doc.get("workload") or {}
+        ours = (f"; ours read {wl['files']} files of {units.human_size(wl['file_size'])}"
+                if wl.get("files") and wl.get("file_size") else "")
+        out += ["", "### The seed's published runs beside ours", "",
+                f"Seed 003 read {sf or '?'} files" + (f" of {seed['file_size']}" if seed.get("file_size") else "")
+                + (f" ({seed['note']})" if seed.get("note") else "") + ours
+                + ". Files per second puts the runs on one scale.", ""]
+        head = ["seed run", "mode", "CPUs", "seed: time (median, runs)", "seed files/s"] + \
+            [f"ours, {f}: files/s" for f in flavours]
+        out += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        for r in runs:
+            ts = [x for x in r.get("elapsed_s", []) if isinstance(x, (int, float))]
+            mode = r.get("mode", "")
+            label = f"workers x{r.get('workers')}" if mode == "workers" else mode
+            c = None if r.get("cpus", "unlimited") == "unlimited" else float(r["cpus"])
+            med = median_of(ts)
+            ours = []
+            for f in flavours:
+                v = median_of(_cq(es, f, label, c, "files_per_s"))
+                ours.append(fmt_v(v, "files/s") if v is not None else "not measured")
+            out.append("| " + " | ".join([r.get("label", label), label, cpus_label(c),
+                                         f"{med:.2f} s ({len(ts)})" if med else "-",
+                                         fmt_v(sf / med, "files/s") if med and sf else "-"] + ours) + " |")
+    return "\n".join(out) + "\n"
+
+
+def plot_cpuquota(doc, outdir, plt):
+    """cpuquota.png's companion, cpuquota-workers.png: (a) files/s against
+    the CPU limit per mode and flavour, the seed's runs as markers; (b) each
+    worker mode's time over async's: above 1 the workers cost."""
+    es, modes, cpus, ncpu = _cq_cells(doc)
+    if not es:
+        return []
+    flavours = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
+    style = {"stock": "--", "patched": "-"}
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 5.2))
+    xs = [cpu_value(c, ncpu) for c in cpus]
+    for i, m in enumerate(modes):
+        for f in flavours:
+            pts = [(x, _cq(es, f, m, c, "files_per_s")) for x, c in zip(xs, cpus)]
+            pts = [(x, v) for x, v in pts if v]
+            if not pts:
+                continue
+            med = [median_of(v) for _, v in pts]
+            a1.errorbar([x for x, _ in pts], med, yerr=[[m_ - min(v) for m_, (_, v) in zip(med, pts)],
+                                                        [max(v) - m_ for m_, (_, v) in zip(med, pts)]],
+                        color=f"C{i}", ls=style.get(f, "-"), marker="o", ms=4, capsize=3, label=f"{m} ({f})")
+    seed = doc.get("seed") or {}
+    sf = seed.get("files")
+    seen_seed = False
+    for r in seed.get("runs") or []:
+        ts = [x for x in r.get("elapsed_s", []) if isinstance(x, (int, float))]
+        if not ts or not sf:
+            continue
+        mode = r.get("mode", "")
+        label = f"workers x{r.get('workers')}" if mode == "workers" else mode
+        c = None if r.get("cpus", "unlimited") == "unlimited" else float(r["cpus"])
+        colour = f"C{modes.index(label)}" if label in modes else "0.4"
+        a1.plot([cpu_value(c, ncpu)], [sf / median_of(ts)], marker="D", mfc="none", mec=colour, ms=9, mew=1.5, ls="none")
+        seen_seed = True
+    a1.set_ylabel("files read per second (median, min-max)")
+    a1.set_title("(a) throughput against the CPU limit")
+    a1.set_ylim(bottom=0)
+    worker_modes = [m for m in modes if m.startswith("workers")]
+    if "async" in modes and worker_modes:
+        for i, m in enumerate(modes):
+            if m not in worker_modes:
+                continue
+            for f in flavours:
+                pts = []
+                for x, c in zip(xs, cpus):
+                    r = stats.ratio_ci(_cq(es, f, m, c), _cq(es, f, "async", c))
+                    if r:
+                        pts.append((x, r))
+                if not pts:
+                    continue
+                ys = [r["ratio"] for _, r in pts]
+                lo = [r["ratio"] - (r["lo"] if r["lo"] is not None else r["ratio"]) for _, r in pts]
+                hi = [(r["hi"] if r["hi"] is not None else r["ratio"]) - r["ratio"] for _, r in pts]
+                a2.errorbar([x for x, _ in pts], ys, yerr=[lo, hi], color=f"C{i}", ls=style.get(f, "-"), marker="o",
+                            ms=4, capsize=3, label=f"{m} ({f})")
+        a2.axhline(1, color="k", lw=0.8)
+        top = max(a2.get_ylim()[1], 1.1)
+        a2.axhspan(1, top, color="C3", alpha=0.07)
+        a2.text(0.02, 0.97, "above 1: workers slower than async", transform=a2.transAxes, va="top", fontsize=8,
+                color="C3")
+        a2.set_ylim(min(a2.get_ylim()[0], 0.9), top)
+        a2.set_ylabel("time with workers / time with async (95% CI)")
+        a2.set_title("(b) where workers stop paying")
+    else:
+        a2.set_visible(False)
+    for a in (a1, a2):
+        a.set_xticks(xs)
+        a.set_xticklabels([("unlimited\n(" + f"{ncpu}" + " CPUs)") if c is None else f"{c:g}" for c in cpus])
+        a.set_xlabel("CPU limit (docker run --cpus)")
+        a.grid(alpha=0.3)
+    # One legend for both panels: a colour per mode, a line style per flavour.
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], color=f"C{i}", marker="o", ms=4, label=m) for i, m in enumerate(modes)]
+    handles += [Line2D([], [], color="0.3", ls=style.get(f, "-"), label=f) for f in flavours]
+    if seen_seed:
+        handles.append(Line2D([], [], color="0.3", marker="D", mfc="none", ms=8, ls="none",
+                              label="seed 003's runs (files/s; colour: mode)"))
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 5), fontsize=8, frameon=False)
+    fig.suptitle(f"{doc['suite']}: reading many small files, worker threads against async I/O")
+    fig.tight_layout(rect=(0, 0.08 + 0.04 * ((len(handles) - 1) // 5), 1, 1))
+    fig.savefig(os.path.join(outdir, "cpuquota-workers.png"), dpi=120)
+    return ["cpuquota-workers.png"]

@@ -4,15 +4,18 @@ over an emulated link (seed 000).
 A cell is one [[profile]] (the link) and one [[image]]: profile and image
 name them; scenario and container are null. A daemon option given as a list
 (max-concurrent-downloads) is a scan: one cell per value."""
+import os
 import re
 import sys
 from dataclasses import dataclass, field
 
-from .. import hosts, suite, units
+from .. import hosts, stats, suite, units
 from ..measure import Progress, hyperfine, interleave
+from ..report import DEFAULT_MCD, comparisons, fmt_ratio, fmt_v, label
 from ..results import Cell
 
 KEYS = ("profile", "image", "warmup")
+KEY_FIELDS = ()  # besides profile and image
 SWITCHES = ("warmup",)  # warmup = 0 is no warm-up, in any suite
 REPETITIONS = 3
 
@@ -144,3 +147,95 @@ def pull(r, f, params, prof, img, ref):
 
 def params_label(p):
     return ",".join(f"{k}={v}" for k, v in sorted(p.items())) or "defaults"
+
+
+# --- the report -------------------------------------------------------------
+
+def cell_name(e):
+    return f"{e['profile']} / {e['image']}"
+
+
+def sections(doc):
+    return [spread_table(doc)]
+
+
+def spread_table(doc):
+    """Pull scans, like seed 000's Table 1: per link and image, stock's best and
+    worst setting, the difference (worst - best) / best, the seed's published
+    difference where it gives one, and patched against both."""
+    seed = (doc.get("seed") or {}).get("best_vs_worst_pct") or {}
+    lines = ["| link | image | stock best | stock worst | worst vs best | seed: worst vs best | "
+             "patched | patched/best [95% CI] | patched/default 3 [95% CI] |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    mcd = lambda e: (e["params"] or {}).get("max-concurrent-downloads", DEFAULT_MCD)
+    for r in comparisons(doc):
+        b, w, ps = r.get("stock_best"), r.get("stock_worst"), r["patched"]
+        if not b:
+            continue
+        prof, img = r["key"][0], r["key"][1]
+        sp = seed.get(prof, {}).get(img) if isinstance(seed.get(prof), dict) else None
+        dflt = mcd(r["stock_default"]["entry"]) == DEFAULT_MCD
+        lines.append("| {} | {} | {} s (c={}) | {} s (c={}) | {:.0f}% | {} | {} | {} | {} |".format(
+            prof, img, fmt_v(b["median"], "s"), mcd(b["entry"]), fmt_v(w["median"], "s"), mcd(w["entry"]),
+            100 * (w["median"] - b["median"]) / b["median"],
+            f"{sp:.2f}%" if isinstance(sp, (int, float)) else "-",
+            f"{fmt_v(ps['median'], 's')} s" if ps else "-",
+            fmt_ratio(r["vs_best"], True) if ps else "-",
+            fmt_ratio(r["vs_default"], True) if ps and dflt else "-"))
+    if len(lines) == 2:
+        return ""
+    note = seed.get("note", "")
+    return "\n".join(["## Best vs worst concurrency (seed 000, Table 1)", "",
+                      "Stock's fastest and slowest max-concurrent-downloads per cell (medians), and the patched "
+                      "daemon with its defaults." + (f" Seed: {note}" if note else ""), ""] + lines) + "\n"
+
+
+def plots(doc, outdir, plt):
+    """pull.png: per link, stock's pull time against max-concurrent-downloads
+    per image, patched's as a line."""
+    res = doc["results"]
+    profiles = sorted({e["profile"] for e in res}, key=lambda p: [e["profile"] for e in res].index(p))
+    fig, axes = plt.subplots(1, len(profiles), figsize=(5 * len(profiles), 4), squeeze=False)
+    for ax, prof in zip(axes[0], profiles):
+        images = sorted({e["image"] for e in res if e["profile"] == prof})
+        for i, img in enumerate(images):
+            color = f"C{i}"
+            sto = [e for e in res if e["profile"] == prof and e["image"] == img and e["flavor"] == "stock"]
+            pts = []
+            for e in sto:
+                s = stats.summary(e["times_s"])
+                if s:
+                    pts.append(((e["params"] or {}).get("max-concurrent-downloads", DEFAULT_MCD), s))
+            pts.sort(key=lambda x: x[0])
+            if pts:
+                xs = [p[0] for p in pts]
+                ax.errorbar(xs, [p[1]["median"] for p in pts],
+                            yerr=[[p[1]["median"] - p[1]["min"] for p in pts], [p[1]["max"] - p[1]["median"] for p in pts]],
+                            marker="o", color=color, capsize=3, label=f"stock {img}")
+            for e in res:
+                if e["profile"] == prof and e["image"] == img and e["flavor"] == "patched":
+                    s = stats.summary(e["times_s"])
+                    if s:
+                        ax.axhline(s["median"], color=color, linestyle="--", label=f"patched {img}")
+        ax.set_title(f"{doc['suite']}, link: {prof}")
+        ax.set_xlabel("max-concurrent-downloads (stock)")
+        ax.set_ylabel("cold pull time (s)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "pull.png"), dpi=120)
+    return ["pull.png"]
+
+
+def after_samples(doc):
+    """The warm-up pulls, apart from the statistics."""
+    warm = [e for e in doc["results"] if e.get("warmup_s")]
+    if not warm:
+        return []
+    md = ["", "## Warm-up pulls (not in the statistics)", "",
+          "Each variant's first pulls of each image over each link, before the measured ones.", "",
+          "| flavour | cell | params | warm-up times |", "| --- | --- | --- | --- |"]
+    for e in warm:
+        md.append(f"| {e['flavor']} | {cell_name(e)} | {label(e['params'])} | "
+                  f"{', '.join(fmt_v(x, 's') if x is not None else 'failed' for x in e['warmup_s'])} |")
+    return md

@@ -5,6 +5,7 @@ A cell is a policy's replay on one geometry: flavor and policy name the
 policy, scenario is "replay", and the entry has the geometry, the replay's
 metrics, its failed creates and its time series; times_s is empty."""
 import dataclasses
+import json
 import os
 import shutil
 import sys
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 
 from .. import hosts, suite, units, zns
 from ..measure import Progress
+from ..report import header
 
 KEYS = ("trace", "geometry", "policies", "placement")
 SWITCHES = ()
@@ -233,3 +235,301 @@ def run(r):
             on = f" on {units.human_size(g.zone_size)} zones" if scan else ""
             prog.step(f"replay {policy}{on}: relocated {zns.gib(m['relocated_bytes'])}, "
                       f"WA {m['write_amplification']}, {m['resets']} resets, {m['failed']} failed creates")
+
+
+# --- the report -------------------------------------------------------------
+
+def _geometry(doc, e):
+    """The geometry entry e was replayed on (older results: the document's)."""
+    return e.get("geometry") or doc.get("geometry")
+
+
+def zns_geometries(doc):
+    """The geometries of the replays, smallest zones first: more than one
+    when the suite scanned zone sizes."""
+    out = []
+    for e in doc["results"]:
+        g = _geometry(doc, e)
+        if g not in out:
+            out.append(g)
+    return sorted(out, key=lambda g: (g["zone_size"], g["zone_capacity"], g["zones"]))
+
+
+def zns_plotted(doc):
+    """The geometry whose time series a scan's report plots: the suite's
+    plot_zone_size (the largest zone size unless set), and its entries."""
+    geoms = zns_geometries(doc)
+    g = doc.get("geometry") if doc.get("geometry") in geoms else geoms[-1]
+    return g, [e for e in doc["results"] if _geometry(doc, e) == g]
+
+
+def _not_stored(e):
+    return sum(f["bytes"] for f in e.get("failures", []))
+
+
+def summary_table(doc):
+    """One row per placement policy; for a scan of zone sizes, one per zone
+    size and policy."""
+    if len(zns_geometries(doc)) > 1:
+        return zns_scan_table(doc)
+    lines = ["| policy | " + " | ".join(c for c, _ in zns.ROWS) + " |",
+             "| --- |" + " --- |" * len(zns.ROWS)]
+    for e in doc["results"]:
+        lines.append(f"| {e['policy']} | " + " | ".join(fn(e["metrics"]) for _, fn in zns.ROWS) + " |")
+    return "\n".join(lines)
+
+
+SCAN_COLUMNS = (
+    ("relocated by GC", lambda e: zns.gib(e["metrics"]["relocated_bytes"])),
+    ("write amplification", lambda e: zns.ROWS[2][1](e["metrics"])),
+    ("zone resets", lambda e: str(e["metrics"]["resets"])),
+    ("mixed zones (max)", lambda e: str(e["metrics"]["mixed_zones_max"])),
+    ("used-zone utilisation (mean)", lambda e: zns.pct(e["metrics"]["util_used_mean"])),
+    ("failed creates", lambda e: f"{e['metrics']['failed']} of {e['metrics']['creates']}"),
+    ("not stored", lambda e: zns.gib(_not_stored(e))),
+)
+
+
+def zns_scan_table(doc):
+    geoms = zns_geometries(doc)
+    capped = any(g["zone_capacity"] != g["zone_size"] for g in geoms)
+    head = ["zone size", "zones"] + (["zone capacity"] if capped else []) + ["policy"] + [c for c, _ in SCAN_COLUMNS]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for g in geoms:
+        for e in (e for e in doc["results"] if _geometry(doc, e) == g):
+            cells = [units.human_size(g["zone_size"]), str(g["zones"])]
+            cells += [units.human_size(g["zone_capacity"])] if capped else []
+            cells += [e["policy"]] + [fn(e) for _, fn in SCAN_COLUMNS]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _scan_device(geoms):
+    """The scan's devices in a line: what varies, then what does not."""
+    ns = {g["zones"] * g["zone_size"] for g in geoms}
+    sizes = ", ".join(units.human_size(g["zone_size"]) for g in geoms)
+    out = f"zone sizes {sizes} (" + ", ".join(str(g["zones"]) for g in geoms) + " zones"
+    out += f", a {units.human_size(ns.pop())} namespace)" if len(ns) == 1 else ")"
+    caps = {g["zone_capacity"] / g["zone_size"] for g in geoms}
+    if caps != {1.0}:
+        out += "; capacity " + ", ".join(units.human_size(g["zone_capacity"]) for g in geoms)
+    g = zns.Geometry(**geoms[0])
+    return out + "; " + g.describe().split("; ", 1)[1]
+
+
+def write(outdir, doc):
+    geoms = zns_geometries(doc) if doc["results"] else []
+    scan = len(geoms) > 1
+    if scan:
+        shown, entries = zns_plotted(doc)
+        note = f"{units.human_size(shown['zone_size'])} zones"
+        plots = plot_zns_scan(doc, outdir, geoms)
+        series = plot_zns(doc, outdir, entries, note)
+    else:
+        plots, series = plot_zns(doc, outdir), []
+    t, pl = doc.get("trace", {}), doc.get("placement", {})
+    g = zns.Geometry(**doc["geometry"]) if doc.get("geometry") else None
+    src = (f"`{t['file']}`" if t.get("file") else
+           "generated: " + ", ".join(f"{k} = {v}" for k, v in (t.get("generated") or {}).items()))
+    md = header(doc, "a deterministic replay (no daemons)") + [
+           f"- trace: {src}; {t.get('creates', 0)} creates and {t.get('deletes', 0)} deletes of "
+           f"{', '.join(t.get('containers', []))} over {t.get('duration_s', 0):g} s, "
+           f"{zns.gib(t.get('bytes', 0))} in all; replayed from `{t.get('csv')}` (sha256 {t.get('sha256', '')[:16]}...)",
+           f"- device: {g.describe() if g else '-'}" if not scan else
+           f"- devices, every policy replayed on each: {_scan_device(geoms)}",
+           f"- placement: concurrent images interleaved in {units.human_size(pl.get('chunk', 0))} chunks; "
+           f"the shared log keeps {pl.get('gc_reserve')} empty zones for its collector",
+           "", "## Summary", "", summary_table(doc), "",
+           "Host written: block-padded bytes of the images (and of the failed images' partial writes). "
+           "Relocated: live bytes the shared log's greedy collector copied out of a zone before resetting it. "
+           "Write amplification: (host + relocated) / host. Mixed zones: zones holding data (live or dead, "
+           "until their reset) of more than one container. Used-zone utilisation: live bytes / (non-empty zones "
+           "x zone capacity); device utilisation: live bytes / all zones' capacity. Both are sampled after every "
+           "delete and after every group of creates taken together; the minimum is over those samples, the mean "
+           "weights each sample by how long it held (in trace time). "
+           "A create that cannot fit fails and the replay goes on; the trace's later delete of that checkpoint "
+           "then finds nothing to delete." + (" Not stored: the trace's bytes of the failed creates." if scan else ""),
+           ""]
+    for p in plots:
+        md += [f"![{p}]({p})", ""]
+    if scan:
+        md += [f"## Over time, on {note}", "", f"The replays on {zns.Geometry(**shown).describe()}.", "",
+               "| policy | " + " | ".join(c for c, _ in zns.ROWS) + " |", "| --- |" + " --- |" * len(zns.ROWS)]
+        md += [f"| {e['policy']} | " + " | ".join(fn(e["metrics"]) for _, fn in zns.ROWS) + " |" for e in entries]
+        md += [""]
+        for p in series:
+            md += [f"![{p}]({p})", ""]
+    name = (lambda e: f"{units.human_size(_geometry(doc, e)['zone_size'])} {e['policy']}") if scan else \
+        (lambda e: e["policy"])
+    ordered = [e for g_ in geoms for e in doc["results"] if _geometry(doc, e) == g_] if scan else doc["results"]
+    md += ["## Every metric", "", "| metric | " + " | ".join(name(e) for e in ordered) + " |",
+           "| --- |" + " --- |" * len(ordered)]
+    for k in (ordered[0]["metrics"] if ordered else {}):
+        md.append(f"| {k} | " + " | ".join(str(e["metrics"].get(k)) for e in ordered) + " |")
+    fails = [(e, f) for e in ordered for f in e.get("failures", [])]
+    if fails:
+        zs = "zone size | " if scan else ""
+        md += ["", "## Failed creates", "", f"| {zs}policy | time (s) | container | checkpoint | bytes | why |",
+               "|" + " --- |" * (7 if scan else 6)]
+        for e, f in fails:
+            zc = f"{units.human_size(_geometry(doc, e)['zone_size'])} | " if scan else ""
+            md.append(f"| {zc}{e['policy']} | {f['time_s']:g} | {f['container']} | {f['checkpoint']} | "
+                      f"{units.human_size(f['bytes'])} | {f['reason']} |")
+    with open(os.path.join(outdir, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    return doc
+
+
+def _instants(ts, vs):
+    """Samples -> per distinct time: (times, value after the last sample there,
+    highest value there), in percent."""
+    t, settled, peak = [], [], []
+    for x, v in zip(ts, vs):
+        v = float("nan") if v is None else 100 * v
+        if t and t[-1] == x:
+            settled[-1] = v
+            peak[-1] = max(peak[-1], v) if peak[-1] == peak[-1] else v
+        else:
+            t.append(x)
+            settled.append(v)
+            peak.append(v)
+    return t, settled, peak
+
+
+def _time_axis(ts):
+    """Trace seconds in a readable unit: (scale, label)."""
+    span = max(ts, default=0)
+    if span >= 3 * 3600:
+        return 1 / 3600, "trace time (h)"
+    if span >= 180:
+        return 1 / 60, "trace time (min)"
+    return 1, "trace time (s)"
+
+
+ZNS_COLOUR = {"shared-log": "C3", "zone-aware": "C0"}
+ZNS_MARKER = {"shared-log": "o", "zone-aware": "s"}
+
+
+def plot_zns_scan(doc, outdir, geoms):
+    """zns-zone-size.png: each policy's relocation (and write amplification)
+    and failed creates against the zone size."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator, NullLocator
+
+    policies = list(dict.fromkeys(e["policy"] for e in doc["results"]))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11.5, 4.6))
+    xs = [g["zone_size"] / (1 << 20) for g in geoms]
+    creates = max((e["metrics"]["creates"] for e in doc["results"]), default=0)
+    for pol in policies:
+        c, mk = ZNS_COLOUR.get(pol), ZNS_MARKER.get(pol, "o")
+        by = {json_key(_geometry(doc, e)): e for e in doc["results"] if e["policy"] == pol}
+        pts = [(x, by[json_key(g)]) for x, g in zip(xs, geoms) if json_key(g) in by]
+        px = [x for x, _ in pts]
+        rel = [e["metrics"]["relocated_bytes"] / (1 << 30) for _, e in pts]
+        a1.plot(px, rel, marker=mk, color=c, lw=1.6, ms=6, clip_on=False,
+                label=pol if any(rel) else f"{pol}: nothing relocated (WA 1.000)")
+        for x, e in pts:
+            wa = e["metrics"]["write_amplification"]
+            if e["metrics"]["relocated_bytes"] and wa is not None:
+                a1.annotate(f"WA {wa:.3f}", (x, e["metrics"]["relocated_bytes"] / (1 << 30)), xytext=(0, 8),
+                            textcoords="offset points", ha="center", fontsize=8, color=c)
+        fail = [e["metrics"]["failed"] for _, e in pts]
+        a2.plot(px, fail, marker=mk, color=c, lw=1.6, ms=6, clip_on=False,
+                label=pol if any(fail) else f"{pol}: none failed")
+        for x, e in pts:
+            if e["metrics"]["failed"]:
+                a2.annotate(zns.gib(_not_stored(e)), (x, e["metrics"]["failed"]), xytext=(0, 8),
+                            textcoords="offset points", ha="center", fontsize=8, color=c)
+    ns = {g["zones"] * g["zone_size"] for g in geoms}
+    xlabel = "zone size" + (f" (zones = {units.human_size(ns.pop())} namespace / zone size)" if len(ns) == 1 else "")
+    a1.set_ylabel("relocated by GC (GiB)")
+    a1.set_title("(a) bytes relocated by garbage collection")
+    a2.set_ylabel(f"failed creates (of {creates})")
+    a2.set_title("(b) creates that found no room (label: GiB not stored)")
+    a2.yaxis.set_major_locator(MaxNLocator(integer=True))
+    for a in (a1, a2):
+        a.set_xscale("log", base=2)
+        a.set_xticks(xs)
+        a.set_xticklabels([units.human_size(g["zone_size"]) for g in geoms])
+        a.xaxis.set_minor_locator(NullLocator())
+        a.set_xlabel(xlabel)
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8, loc="upper left")
+        a.set_xlim(xs[0] / 1.3, xs[-1] * 1.3)
+        hi = max(a.get_ylim()[1] * 1.12, 1)
+        a.set_ylim(-0.03 * hi, hi)  # a line at 0 stays clear of the axis
+    fig.suptitle(f"{doc['suite']}: placement against zone size")
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "zns-zone-size.png"), dpi=120)
+    plt.close("all")
+    return ["zns-zone-size.png"]
+
+
+def json_key(g):
+    return json.dumps(g, sort_keys=True)
+
+
+def plot_zns(doc, outdir, res=None, note=""):
+    """The time series: space utilisation, relocation and mixed zones. res:
+    the entries to plot (default: all); note: what the titles add (a scan's
+    zone size)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    res = doc["results"] if res is None else res
+    if not res:
+        return []
+    scale, xlabel = _time_axis([t for e in res for t in e["series"]["t_s"]])
+    colour = ZNS_COLOUR
+    out = []
+    on = f", {note}" if note else ""
+
+    def x(e):
+        return [t * scale for t in e["series"]["t_s"]]
+
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for e in res:
+        c = colour.get(e["policy"])
+        for key, ls, what in (("util_used", "-", "live / used zones"), ("util_total", "--", "live / device")):
+            # The line: the state once every event of an instant is done (it
+            # holds until the next); a dot: the peak within the instant (a
+            # round's new images before its old ones go).
+            t, settled, peak = _instants(e["series"]["t_s"], e["series"][key])
+            ax.step([v * scale for v in t], settled, where="post", color=c, lw=1.5 if ls == "-" else 1, ls=ls,
+                    label=f"{e['policy']}: {what}")
+            if ls == "-":
+                ax.plot([v * scale for v in t], peak, ".", color=c, ms=3.5, alpha=0.7,
+                        label=f"{e['policy']}: peak within a round")
+    ax.set_ylim(0, 105)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("space utilisation (%)")
+    ax.set_title(f"{doc['suite']}: space utilisation{on}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right", ncol=2)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "zns-utilisation.png"), dpi=120)
+    out.append("zns-utilisation.png")
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for e in res:
+        c = colour.get(e["policy"])
+        a1.step(x(e), [b / (1 << 30) for b in e["series"]["relocated_bytes"]], where="post", color=c, lw=1.6,
+                label=f"{e['policy']} ({zns.gib(e['metrics']['relocated_bytes'])})")
+        a2.step(x(e), e["series"]["mixed_zones"], where="post", color=c, lw=1.4, label=e["policy"])
+    a1.set_ylabel("relocated by GC, cumulative (GiB)")
+    a1.set_title("bytes relocated by garbage collection")
+    a2.set_ylabel("zones")
+    a2.set_title("zones holding more than one container's data")
+    for a in (a1, a2):
+        a.set_xlabel(xlabel)
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8, loc="upper left")
+        a.set_ylim(bottom=0)
+    fig.suptitle(doc["suite"] + on)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "zns-relocation.png"), dpi=120)
+    out.append("zns-relocation.png")
+    plt.close("all")
+    return out

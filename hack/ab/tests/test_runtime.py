@@ -278,10 +278,10 @@ class CPUQuotaReportTest(unittest.TestCase):
         return doc
 
     def test_crossover(self):
-        self.assertEqual(report.crossover(self.doc(), "stock"), {"workers x4": ([None], [], [0.6])})
-        self.assertEqual(report.cpus_phrase([None, 1.5, 1.0]), "with no CPU limit and at 1.5 and 1 CPUs")
-        self.assertEqual(report.cpus_phrase([1.0]), "at 1 CPU")
-        self.assertEqual(report.cpus_phrase([0.6, 0.3, 1.0]), "at 0.6, 0.3 and 1 CPUs")
+        self.assertEqual(cpuquota.crossover(self.doc(), "stock"), {"workers x4": ([None], [], [0.6])})
+        self.assertEqual(cpuquota.cpus_phrase([None, 1.5, 1.0]), "with no CPU limit and at 1.5 and 1 CPUs")
+        self.assertEqual(cpuquota.cpus_phrase([1.0]), "at 1 CPU")
+        self.assertEqual(cpuquota.cpus_phrase([0.6, 0.3, 1.0]), "at 0.6, 0.3 and 1 CPUs")
 
     def test_tables_and_plot(self):
         d, md = _write(self, self.doc())
