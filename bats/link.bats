@@ -93,5 +93,5 @@ within() { # value lo hi
 	assert_output --partial "unknown backend 'carrier-pigeon'"
 	run "$AB_ROOT/hack/link.sh" up stock --rate fast --backend tun
 	assert_failure
-	assert_output --partial 'bad rate "fast"'
+	assert_output --partial "bad rate 'fast'"
 }

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Emulate a WAN link between a flavour's test host and the registry.
 #
-#   hack/link.sh up <flavour> [--rtt 35ms] [--rate 100mbit] [--loss 0%]
-#                             [--jitter 0ms] [--queue 1000] [--backend auto|tun|netem]
+#   hack/link.sh up <flavour> [--rtt-ms 35] [--rate-bits-per-s 100000000] [--loss-pct 0]
+#                             [--jitter-ms 0] [--queue 1000] [--backend auto|tun|netem]
 #   hack/link.sh down <flavour>
 #   hack/link.sh backend          which backend `auto` picks here
+#
+# The link takes plain numbers: milliseconds, bits per second, percent,
+# packets (the harness parses a suite's units once, in hack/ab/units.py).
+# For a person, --rtt 35ms, --rate 100mbit, --loss 0.5% and --jitter 500us
+# are the same with units, converted by that same parser.
 #
 # Backends:
 #   netem  tc netem (delay, jitter, loss, rate, limit) on both ends of the
@@ -37,12 +42,15 @@ pick_backend() {
 	esac
 }
 
-ms() { # duration -> milliseconds (accepts 35ms, 0.1s, 35)
-	case "$1" in
-	*ms) echo "${1%ms}" ;;
-	*s) awk -v v="${1%s}" 'BEGIN { print v * 1000 }' ;;
-	*) echo "$1" ;;
-	esac
+convert() { # conversion option value: value with units -> a plain number (hack/ab/units.py)
+	local out
+	out=$(PYTHONPATH="$AB_ROOT/hack" "${PYTHON:-python3}" -m ab.units "$1" "$3" 2>&1) || die "link up: $2: $out"
+	echo "$out"
+}
+
+number() { # option value: value, if it is a plain number
+	[[ $2 =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "link up: $1: want a plain number, got '$2'"
+	echo "$2"
 }
 
 build_linkemu() {
@@ -54,28 +62,31 @@ build_linkemu() {
 }
 
 cmd_up() {
-	local f=$1 rtt=0ms rate="" loss=0% jitter=0ms queue=1000 backend=auto
+	local f=$1 rtt_ms=0 rate="" loss_pct=0 jitter_ms=0 queue=1000 backend=auto
 	shift
 	while [ $# -gt 0 ]; do
 		case "$1" in
-		--rtt) rtt=$2 ;;
-		--rate) rate=$2 ;;
-		--loss) loss=$2 ;;
-		--jitter) jitter=$2 ;;
-		--queue) queue=$2 ;;
+		--rtt-ms) rtt_ms=$(number "$1" "$2") || exit 1 ;;
+		--rate-bits-per-s) rate=$(number "$1" "$2") || exit 1 ;;
+		--loss-pct) loss_pct=$(number "$1" "$2") || exit 1 ;;
+		--jitter-ms) jitter_ms=$(number "$1" "$2") || exit 1 ;;
+		--rtt) rtt_ms=$(convert milliseconds "$1" "$2") || exit 1 ;;
+		--rate) rate=$(convert bits_per_second "$1" "$2") || exit 1 ;;
+		--loss) loss_pct=$(convert percentage "$1" "$2") || exit 1 ;;
+		--jitter) jitter_ms=$(convert milliseconds "$1" "$2") || exit 1 ;;
+		--queue) queue=$(number "$1" "$2") || exit 1 ;;
 		--backend) backend=$2 ;;
 		*) die "link up: unknown option '$1'" ;;
 		esac
 		shift 2 || die "link up: $1 needs a value"
 	done
-	local i ns one_way jit
+	local i ns one_way
 	i=$(flavour_index "$f")
 	ns=$(flavour_ns "$f")
 	ns_exists "$ns" || die "link: no test host for $f (start it with hack/daemon.sh up $f)"
 	cmd_down "$f" 2>/dev/null
 	link_flavour_to_reg "$f"
-	one_way=$(awk -v r="$(ms "$rtt")" 'BEGIN { printf "%.3f", r / 2 }')
-	jit=$(ms "$jitter")
+	one_way=$(awk -v r="$rtt_ms" 'BEGIN { printf "%.3f", r / 2 }')
 	backend=$(pick_backend "$backend")
 	mkdir -p "$AB_RUN"
 	case "$backend" in
@@ -84,9 +95,9 @@ cmd_up() {
 		for side in "$ns ab-$f-up" "$REG_NS ab-$f-reg"; do
 			read -r side dev <<<"$side"
 			args=(delay "${one_way}ms")
-			[ "$jit" = 0 ] || args+=("${jit}ms")
-			args+=(loss "$loss" limit "$queue")
-			[ -z "$rate" ] || args+=(rate "$rate")
+			[ "$jitter_ms" = 0 ] || args+=("${jitter_ms}ms")
+			args+=(loss "${loss_pct}%" limit "$queue")
+			[ -z "$rate" ] || args+=(rate "${rate}bit")
 			tc -n "$side" qdisc replace dev "$dev" root netem "${args[@]}"
 		done
 		echo netem >"$AB_RUN/link-$f.backend"
@@ -95,7 +106,7 @@ cmd_up() {
 		build_linkemu
 		local a=abl-$f b=abr-$f pidfile=$AB_RUN/link-$f.pid out=$AB_RUN/link-$f.out
 		setsid "$LINKEMU" -a "/run/netns/$ns:$a" -b "/run/netns/$REG_NS:$b" \
-			-delay "${one_way}ms" -jitter "${jit}ms" -rate "$rate" -loss "$loss" -queue "$queue" \
+			-delay "${one_way}ms" -jitter "${jitter_ms}ms" -rate "$rate" -loss "${loss_pct}%" -queue "$queue" \
 			-stats "$AB_RUN/link-$f.stats.json" </dev/null >"$out" 2>&1 &
 		echo $! >"$pidfile"
 		for _ in $(seq 1 50); do
@@ -113,7 +124,7 @@ cmd_up() {
 		echo tun >"$AB_RUN/link-$f.backend"
 		;;
 	esac
-	log "link $f: $backend, rtt $rtt, rate ${rate:-unlimited}, loss $loss, jitter $jitter, queue $queue"
+	log "link $f: $backend, rtt ${rtt_ms} ms, rate ${rate:-unlimited}${rate:+ bit/s}, loss ${loss_pct}%, jitter ${jitter_ms} ms, queue $queue"
 }
 
 cmd_down() {

@@ -6,6 +6,8 @@ import shutil
 import subprocess
 import tempfile
 
+from . import units
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HACK = os.path.join(ROOT, "hack")
 REGISTRY = "10.199.0.1:5000"
@@ -119,12 +121,19 @@ def registry_down():
     sh(os.path.join(HACK, "registry.sh"), "down", check=False)
 
 
+def link_args(flavour, profile, backend="auto"):
+    """hack/link.sh's arguments for a [[profile]]: plain numbers, parsed once
+    from the suite's units (ab.units)."""
+    args = [os.path.join(HACK, "link.sh"), "up", flavour, "--rtt-ms", units.plain(profile.rtt_ms),
+            "--loss-pct", units.plain(profile.loss_pct), "--jitter-ms", units.plain(profile.jitter_ms),
+            "--queue", str(profile.queue), "--backend", backend]
+    if profile.rate_bits_per_s is not None:
+        args += ["--rate-bits-per-s", units.plain(profile.rate_bits_per_s)]
+    return args
+
+
 def link_up(flavour, profile, backend="auto"):
-    args = [os.path.join(HACK, "link.sh"), "up", flavour, "--rtt", profile.rtt, "--loss", profile.loss,
-            "--jitter", profile.jitter, "--queue", str(profile.queue), "--backend", backend]
-    if profile.rate:
-        args += ["--rate", profile.rate]
-    sh(*args)
+    sh(*link_args(flavour, profile, backend))
 
 
 def link_down(flavour):
@@ -145,7 +154,7 @@ def push_random_image(repo, tag, layers, seed):
     ref = f"{REGISTRY}/{repo}:{tag}"
     with tempfile.TemporaryDirectory() as d:
         archive = os.path.join(d, "image.tar")
-        sizes = ",".join(f"{n}B" for n in layers)
+        sizes = ",".join(str(n) for n in layers)  # bytes
         sh("python3", os.path.join(HACK, "testimages", "mkimage.py"), "--ref", ref,
            "--random-layers", sizes, "--seed", str(seed), "-o", archive)
         sh("nsenter", "--net=/run/netns/ab-reg", "python3", os.path.join(HACK, "ab", "push.py"),

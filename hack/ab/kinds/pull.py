@@ -22,13 +22,14 @@ REPETITIONS = 3
 
 @dataclass
 class Profile:
-    """The link between a test host and the registry."""
+    """The link between a test host and the registry, in the numbers
+    hack/link.sh takes."""
     name: str
-    rtt: str = "0ms"
-    rate: str = ""
-    loss: str = "0%"
-    jitter: str = "0ms"
-    queue: int = 1000
+    rtt_ms: float = 0.0
+    rate_bits_per_s: int = None  # None: as fast as the veth goes
+    loss_pct: float = 0.0
+    jitter_ms: float = 0.0
+    queue: int = 1000  # packets
 
 
 @dataclass
@@ -77,9 +78,11 @@ def profile(v, p, i):
     w = ("profile", i)
     v.keys(p, w, ("name", "rtt", "rate", "loss", "jitter", "queue"), ("name",), "[[profile]]")
     prof = Profile(name=v.typed(p["name"], str, w + ("name",), "a string"))
-    for k, fn in (("rtt", units.duration), ("rate", units.rate), ("loss", units.percent), ("jitter", units.duration)):
+    # parsed once, here: the link gets plain numbers (hosts.link_args)
+    for k, attr, fn in (("rtt", "rtt_ms", units.milliseconds), ("rate", "rate_bits_per_s", units.bits_per_second),
+                        ("loss", "loss_pct", units.percentage), ("jitter", "jitter_ms", units.milliseconds)):
         if k in p:
-            setattr(prof, k, v.unit(fn, v.typed(p[k], str, w + (k,), "a string"), w + (k,)))
+            setattr(prof, attr, fn(v.unit(fn, v.typed(p[k], str, w + (k,), "a string"), w + (k,))))
     if "queue" in p:
         prof.queue = v.typed(p["queue"], int, w + ("queue",), "packets, a non-negative integer")
     return prof
