@@ -1,14 +1,11 @@
-"""Run-time overhead suites (seeds 002-004): the overhead kind's http and
-pingpong tables, the cpuquota kind, the parsers of what the workloads print,
-and the reports that put the seeds' numbers beside ours."""
-import json
+"""kind = "overhead" (seeds 002 and 004): the http and pingpong tables,
+wrk's output, and the report that puts the seeds' numbers beside ours."""
 import os
-import shutil
-import tempfile
 import unittest
 
-from ab import measure, report
-from ab.kinds import cpuquota, overhead
+from ab.kinds import overhead
+from ab.tests.docs import results_doc, write_report
+from ab.tests.test_cpuquota import CPUQUOTA
 from ab.tests.test_suite import SuiteErrors, load
 
 OVERHEAD = """
@@ -26,20 +23,6 @@ duration = "3s"
 [pingpong]
 round_trips = 1000
 size = "64B"
-
-[flavor.stock]
-daemon = {}
-"""
-
-CPUQUOTA = """
-name = "q"
-kind = "cpuquota"
-repetitions = 2
-cpus = ["unlimited", 0.6]
-modes = ["async", "workers"]
-workers = [1, 4]
-files = 500
-file_size = "19001B"
 
 [flavor.stock]
 daemon = {}
@@ -112,46 +95,6 @@ class OverheadSuiteTest(SuiteErrors, unittest.TestCase):
         self.assertRegex(msg, r":5: cpus belongs to cpuquota suites, not overhead")
 
 
-class CPUQuotaSuiteTest(SuiteErrors, unittest.TestCase):
-
-    def test_good(self):
-        s = load(CPUQUOTA)
-        q = s.cpuquota
-        self.assertEqual(s.kind, "cpuquota")
-        self.assertEqual(q.cpus, [None, 0.6])
-        self.assertEqual(q.cells(), [("async", 0), ("workers", 1), ("workers", 4)])
-        self.assertEqual((q.files, q.file_size), (500, 19001))
-        self.assertEqual([cpuquota.cpus_label(c) for c in q.cpus], ["unlimited", "0.6"])
-        self.assertEqual(cpuquota.mode_label("workers", 4), "workers x4")
-
-    def test_errors_name_the_line(self):
-        self.assertEditsRefused(CPUQUOTA, [
-            ('cpus = ["unlimited", 0.6]', 'cpus = ["none"]',
-             r":5: cpus: want \"unlimited\" or a number of CPUs like 0.6, got 'none'"),
-            ('cpus = ["unlimited", 0.6]', 'cpus = [0.6, 0.6]', r":5: cpus: 0.6 is listed twice"),
-            ('cpus = ["unlimited", 0.6]', 'cpus = [4096]', r":5: cpus: 4096 is outside 0.01 to \d+"),
-            ('cpus = ["unlimited", 0.6]', 'cpus = []', r":5: cpus: want at least one CPU limit"),
-            ('modes = ["async", "workers"]', 'modes = ["async", "threads"]',
-             r":6: modes: 'threads' is not one of sequential, async, workers"),
-            ("workers = [1, 4]", "workers = [0]", r":7: workers: want worker counts from 1 to 64, got 0"),
-            ('modes = ["async", "workers"]', 'modes = ["async"]',
-             r":7: workers: worker counts need mode \"workers\" in modes"),
-            ("files = 500", "files = 0", r":8: files: want 1 to 200000, got 0"),
-            ('file_size = "19001B"', 'file_size = "19 KB"', r":9: file_size: bad size '19 KB'"),
-        ])
-
-    def test_defaults(self):
-        s = load("""
-            name = "q"
-            kind = "cpuquota"
-            [flavor.patched]
-            daemon = {}
-        """)
-        self.assertEqual(s.cpuquota.cpus, [None, 0.6])
-        self.assertEqual(s.cpuquota.cells(), [("async", 0), ("workers", 4)])
-        self.assertEqual(s.repetitions, 3)
-
-
 WRK = """Running 3s test @ http://127.0.0.1:3000/network
   2 threads and 400 connections
   Thread Stats   Avg      Stdev     Max   +/- Stdev
@@ -179,42 +122,10 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(w["errors"], "socket errors: connect 0, read 3, write 0, timeout 0")
         self.assertIsNone(overhead.parse_wrk("unable to connect to 127.0.0.1:3000 Connection refused")["rps"])
 
-    def test_json_line(self):
-        self.assertEqual(measure.parse_json_line('noise\n{"mean_us": 7.5}\n'), {"mean_us": 7.5})
-        self.assertIsNone(measure.parse_json_line("pingpong: connection refused\n"))
-        self.assertIsNone(measure.parse_json_line(None))
-
-    def test_seed003_text(self):
-        body = cpuquota.seed003_text(19001)
-        self.assertEqual(body, b"longonglndinfdfkjds" * 1000 + b"\n")
-        self.assertEqual(len(cpuquota.seed003_text(4096)), 4096)
-        self.assertEqual(cpuquota.seed003_text(1), b"\n")
-
-    def test_rotate(self):
-        self.assertEqual(measure.rotate(["a", "b", "c"], 0), ["a", "b", "c"])
-        self.assertEqual(measure.rotate(["a", "b", "c"], 4), ["b", "c", "a"])
-        self.assertEqual(measure.rotate([], 3), [])
-
-
-def _doc(kind, seed=None):
-    return {"suite": "t", "kind": kind, "repetitions": 3, "started": "x", "finished": "y",
-            "machine": {"cpu": "c", "cpus": 2, "memory_gib": 1, "kernel": "k"},
-            "daemons": {"stock": {"version": "a"}, "patched": {"version": "b"}}, "seed": seed or {}, "results": []}
-
-
-def _write(test, doc):
-    d = tempfile.mkdtemp()
-    test.addCleanup(shutil.rmtree, d, True)
-    with open(os.path.join(d, "results.json"), "w") as f:
-        json.dump(doc, f)
-    report.write(d)
-    with open(os.path.join(d, "report.md")) as f:
-        return d, f.read()
-
 
 class OverheadReportTest(unittest.TestCase):
     def doc(self):
-        doc = _doc("overhead", {"http_rps": {"/network": {"native": 5692.10, "published": 6964.68, "host": 7594.72}},
+        doc = results_doc("overhead", {"http_rps": {"/network": {"native": 5692.10, "published": 6964.68, "host": 7594.72}},
                                 "message_passing": {"note": "MPI", "mpi_communication_time": 1.15}})
         rps = {"native": [100.0, 102.0, 98.0], "bridge": [90.0, 91.0, 89.0], "published": [50.0, 51.0, 49.0],
                "host": [99.0, 100.0, 101.0]}
@@ -233,7 +144,7 @@ class OverheadReportTest(unittest.TestCase):
         return doc
 
     def test_http_table_puts_the_seed_beside(self):
-        d, md = _write(self, self.doc())
+        d, md = write_report(self, self.doc())
         self.assertIn("## HTTP: native, bridge, published port, host (seed 004)", md)
         # native row: the seed's requests/s; published: ours 0.50 of native, the seed's 1.22
         self.assertRegex(md, r"\| /network \| native \| 100 \| 100 \| 1.00 \[[\d.]+, [\d.]+\] \(n.s.\) \| 1 \| 1 \| "
@@ -245,7 +156,7 @@ class OverheadReportTest(unittest.TestCase):
         self.assertTrue(os.path.getsize(os.path.join(d, "overhead-placements.png")) > 1000)
 
     def test_pingpong_table(self):
-        _, md = _write(self, self.doc())
+        _, md = write_report(self, self.doc())
         self.assertIn("## TCP ping-pong: message passing (seed 002)", md)
         self.assertIn("exchange a small message 5000 times", md)
         self.assertIn("In each, the server runs on CPU 0 and the client on CPU 1.", md)
@@ -254,48 +165,6 @@ class OverheadReportTest(unittest.TestCase):
         self.assertIn("MPI communication time 1.15x bare metal's", md)
         # the summary's unit for round trips
         self.assertIn("| pingpong: bridge | 12.0 µs (defaults) | 12.0 µs |", md)
-
-
-class CPUQuotaReportTest(unittest.TestCase):
-    def doc(self):
-        seed = {"files": 100000, "file_size": "19001 B",
-                "runs": [{"label": "Promise.all", "mode": "async", "cpus": "unlimited", "elapsed_s": [12.0, 13.0, 14.0]},
-                         {"label": "4 workers at 0.6", "mode": "workers", "workers": 4, "cpus": 0.6,
-                          "elapsed_s": [20.0]}]}
-        doc = _doc("cpuquota", seed)
-        doc["workload"] = {"files": 1000, "file_size": 19001}
-        # workers x4 pay without a limit (0.5 s against 1.0 s), not at 0.6 CPU (2.0 against 1.5)
-        t = {("async", None): 1.0, ("workers x4", None): 0.5, ("async", 0.6): 1.5, ("workers x4", 0.6): 2.0}
-        for f in ("stock", "patched"):
-            for (mode, cpus), x in t.items():
-                xs = [x * 0.98, x, x * 1.02]
-                doc["results"].append({"flavor": f, "profile": None, "image": "ab/node", "params": {},
-                                       "scenario": mode, "container": "unlimited" if cpus is None else "0.6",
-                                       "mode": mode.split()[0], "workers": 4 if "x4" in mode else 0, "cpus": cpus,
-                                       "times_s": xs, "files_per_s": [1000 / v for v in xs], "cpu_s": [x] * 3,
-                                       "throttled_s": [0.0 if cpus is None else x / 2] * 3, "run_s": [x + 1] * 3,
-                                       "errors": []})
-        return doc
-
-    def test_crossover(self):
-        self.assertEqual(cpuquota.crossover(self.doc(), "stock"), {"workers x4": ([None], [], [0.6])})
-        self.assertEqual(cpuquota.cpus_phrase([None, 1.5, 1.0]), "with no CPU limit and at 1.5 and 1 CPUs")
-        self.assertEqual(cpuquota.cpus_phrase([1.0]), "at 1 CPU")
-        self.assertEqual(cpuquota.cpus_phrase([0.6, 0.3, 1.0]), "at 0.6, 0.3 and 1 CPUs")
-
-    def test_tables_and_plot(self):
-        d, md = _write(self, self.doc())
-        self.assertIn("## Where workers stop paying (seed 003)", md)
-        self.assertIn("| unlimited | 1.000 (1000) | 0.500 (2000) | workers x4 | 0.50 [", md)
-        self.assertIn("| 0.6 | 1.500 (667) | 2.000 (500) | async | 1.33 [", md)
-        self.assertIn("- workers x4: faster than async with no CPU limit; slower at 0.6 CPUs.", md)
-        self.assertIn("| 0.6 | workers x4 | 2.00 / 1.00 | 2.00 / 1.00 |", md)
-        # the seed's runs, on the files/s scale: 100000 / 13 s and 100000 / 20 s
-        self.assertIn("| Promise.all | async | unlimited | 13.00 s (3) | 7692 | 1000 | 1000 |", md)
-        self.assertIn("| 4 workers at 0.6 | workers x4 | 0.6 | 20.00 s (1) | 5000 | 500 | 500 |", md)
-        self.assertIn("ours read 1000 files of 18.6KiB", md)
-        self.assertIn("| workers x4 @ 0.6 CPU | 2.000 s (defaults) | 2.000 s |", md)
-        self.assertTrue(os.path.getsize(os.path.join(d, "cpuquota-workers.png")) > 1000)
 
 
 if __name__ == "__main__":

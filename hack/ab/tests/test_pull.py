@@ -1,0 +1,67 @@
+"""kind = "pull": its suite files and its report (Table 1, the plot)."""
+import unittest
+
+from ab import report
+from ab.tests.docs import render
+from ab.tests.test_suite import GOOD, SuiteErrors, load
+
+
+class PullSuiteTest(SuiteErrors, unittest.TestCase):
+    def test_good_suite(self):
+        s = load(GOOD)
+        self.assertEqual(s.kind, "pull")
+        self.assertEqual(s.images[0].layers, [1 << 20, 512 << 10])
+        self.assertEqual(s.flavours["stock"].variants(),
+                         [{"max-concurrent-downloads": 1}, {"max-concurrent-downloads": 3}])
+        self.assertEqual(s.flavours["patched"].variants(), [{}])
+
+    def test_unknown_key_names_the_line(self):
+        msg = self.error(GOOD.replace('rate = "100mbit"', 'rates = "100mbit"'))
+        self.assertRegex(msg, r":9: unknown key 'rates' in \[\[profile\]\]")
+
+    def test_bad_unit_names_the_line(self):
+        msg = self.error(GOOD.replace('rtt = "140ms"', 'rtt = "140 ms"'))
+        self.assertRegex(msg, r":8: rtt: bad duration '140 ms'")
+        msg = self.error(GOOD.replace('"512KiB"', '"512kb"'))
+        self.assertIn("bad size '512kb'", msg)
+
+    def test_warmup(self):
+        self.assertEqual(load(GOOD.replace("repetitions = 2", "repetitions = 2\nwarmup = 1")).warmup, 1)
+        self.assertEqual(load(GOOD).warmup, 0)
+        msg = self.error(GOOD.replace("repetitions = 2", "repetitions = 2\nwarmup = -1"))
+        self.assertRegex(msg, r":5: warmup: want an integer >= 0")
+        ck = GOOD.replace('kind = "pull"', 'kind = "checkpoint"').replace("repetitions = 2", "repetitions = 2\nwarmup = 1")
+        self.assertIn("warmup: only pull suites", self.error(ck))
+
+    def test_missing_section(self):
+        text = GOOD[:GOOD.index("[[image]]")] + GOOD[GOOD.index("[flavor.stock]"):]
+        self.assertIn("needs at least one [[image]]", self.error(text))
+
+
+class PullReportTest(unittest.TestCase):
+    def test_report_from_results(self):
+        doc = {"suite": "t", "kind": "pull", "repetitions": 3, "started": "x", "finished": "y",
+               "machine": {"cpu": "c", "cpus": 2, "memory_gib": 1, "kernel": "k"},
+               "daemons": {"stock": {"version": "29.7.1"}, "patched": {"version": "29.7.1+ab.x"}},
+               "link": {"backend": "tun"}, "seed": {"best_vs_worst_pct": {"far": {"small": 189.91}}},
+               "results": []}
+        for mcd, ts in ((1, [4.0, 4.1, 4.2]), (3, [3.0, 3.1, 3.2]), (7, [2.5, 2.6, 2.4])):
+            doc["results"].append({"flavor": "stock", "profile": "far", "image": "small",
+                                   "params": {"max-concurrent-downloads": mcd}, "scenario": None,
+                                   "container": None, "times_s": ts, "errors": []})
+        doc["results"].append({"flavor": "patched", "profile": "far", "image": "small", "params": {},
+                               "scenario": None, "container": None, "times_s": [2.5, 2.45, 2.55], "errors": []})
+        md, files = render(doc)
+        self.assertTrue(files.get("pull.png", 0) > 1000)
+        row = report.comparisons(doc)[0]
+        self.assertEqual(row["stock_default"]["params"], "max-concurrent-downloads=3")
+        self.assertEqual(row["stock_best"]["params"], "max-concurrent-downloads=7")
+        self.assertAlmostEqual(row["vs_default"]["ratio"], 2.5 / 3.1, places=3)
+        self.assertIn("| far / small |", md)
+        self.assertIn("2.450, 2.500, 2.550".replace("2.450, 2.500, 2.550", "2.500, 2.450, 2.550"), md)
+        # Table 1: best c=7, worst c=1, (4.1 - 2.5) / 2.5 = 64%, the seed's number beside it
+        self.assertIn("| far | small | 2.500 s (c=7) | 4.100 s (c=1) | 64% | 189.91% |", md)
+
+
+if __name__ == "__main__":
+    unittest.main()
