@@ -18,7 +18,8 @@ for these by name; a kind's module has:
                sections(doc) its Markdown sections, after the summary
                plots(doc, outdir, plt)  the PNGs it writes (report.bar_plot, its own)
                after_samples(doc)  (if it has one) Markdown lines after every sample
-               summary_table(doc), write(outdir, doc)  (if it has them) a report of its own shape
+               summary_table(doc), write(outdir, doc)  instead of the above, a report of
+                             another shape (zns)
 
 Modules are imported when first asked for: they build on the core modules,
 which ask for them."""

@@ -37,7 +37,6 @@ class Suite(suite.Suite):
 
 # --- the suite file ---------------------------------------------------------
 
-
 def validate(v, d, s):
     """A replay on a model of the device (no daemons: the loader refuses their keys)."""
     if s.repetitions != 1:
