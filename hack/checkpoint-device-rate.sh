@@ -29,9 +29,7 @@ mkdir -p "$out"
 [ -f "$AB_ROOT/build/images/memholder.tar" ] || "$AB_ROOT/hack/images.sh" build >/dev/null
 
 mkdir -p "$AB_VAR"
-dev=$(lsblk -no PKNAME "$(findmnt -no SOURCE -T "$AB_VAR")" 2>/dev/null || true)
-[ -n "$dev" ] || dev=$(basename "$(findmnt -no SOURCE -T "$AB_VAR")")
-grep -q " $dev " /proc/diskstats || die "no /proc/diskstats line for $dev (the disk under $AB_VAR)"
+dev=$(python3 "$AB_ROOT/hack/diskstats.py" disk "$AB_VAR")
 
 sampler=
 cleanup() {
@@ -46,28 +44,11 @@ for cap in "${caps[@]}"; do
 	cfg=$out/daemon-$cap.json
 	if [ "$cap" = none ]; then echo '{}' >"$cfg"; else echo "{\"checkpoint-write-bandwidth\": \"$cap\"}" >"$cfg"; fi
 	eval "$("$AB_ROOT/hack/daemon.sh" up patched --config "$cfg")"
-	docker load -q -i "$AB_ROOT/build/images/memholder.tar" >/dev/null
-	docker run -d --name mh ab/memholder memholder "$size" >/dev/null
-	for _ in $(seq 300); do
-		docker logs mh 2>&1 | grep -q verified_passes= && break
-		sleep 0.2
-	done
+	run_memholder mh "$size"
 	sync
 	sleep 2
 	samples=$out/samples-$cap.txt
-	python3 -c '
-import sys, time
-dev, out = sys.argv[1], sys.argv[2]
-with open(out, "w") as f:
-    while True:
-        for line in open("/proc/diskstats"):
-            p = line.split()
-            if p[2] == dev:
-                f.write(f"{time.time():.3f} {p[9]}\n")
-                break
-        f.flush()
-        time.sleep(0.1)
-' "$dev" "$samples" &
+	python3 "$AB_ROOT/hack/diskstats.py" sample "$dev" "$samples" &
 	sampler=$!
 	sleep 1
 	t0=$(date +%s.%N)
@@ -82,8 +63,9 @@ with open(out, "w") as f:
 	"$AB_ROOT/hack/daemon.sh" down patched >/dev/null
 done
 
-python3 - "$out/device-rate.json" "$size" "$dev" "$("$AB_ROOT/hack/patches.sh" hash 2>/dev/null || echo unknown)" "${runs[@]}" <<'EOF'
+PYTHONPATH=$AB_ROOT/hack python3 - "$out/device-rate.json" "$size" "$dev" "$("$AB_ROOT/hack/patches.sh" hash 2>/dev/null || echo unknown)" "${runs[@]}" <<'EOF'
 import json, os, re, sys
+import diskstats
 path, size, dev, series, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
 outdir = os.path.dirname(path)
 def seconds(d):
@@ -108,21 +90,15 @@ for r in runs:
     log = logged(cap)
     written = int(log["written"]) if "written" in log else None
     dump = seconds(log.get("dump"))
-    rows = [tuple(map(float, l.split())) for l in open(samples)]
-    rows = [x for x in rows if t0 - 0.2 <= x[0] <= t1 + 0.2]
-    best = 0.0
-    for i, (t, s) in enumerate(rows):
-        for u, v in rows[i:]:
-            if u - t >= 1.0:
-                best = max(best, (v - s) * 512 / (u - t))
-                break
+    rows = diskstats.read(samples)
+    best = diskstats.worst_window(rows, t0, t1)
     took = t1 - t0
     rate = parse_cap(cap)
     floor = written / rate + (dump or 0) if rate and written else None
     res = {"cap": cap, "cap_bytes_per_s": rate, "checkpoint_s": round(took, 3), "dump_s": dump, "daemon_log": log,
            "written_bytes": written, "max_1s_window_bytes_per_s": round(best),
-           "disk_bytes": int((rows[-1][1] - rows[0][1]) * 512) if rows else None,
-           "samples": [[round(t - t0, 3), int(s)] for t, s in rows]}
+           "disk_bytes": diskstats.written(rows, t0, t1),
+           "samples": [[round(t - t0, 3), int(s)] for t, s in rows if t0 - 0.2 <= t <= t1 + 0.2]}
     if rate:
         res["max_1s_window_over_cap"] = round(best / rate, 3)
     if floor:

@@ -36,9 +36,7 @@ done
 out=${out:-$(mktemp -d /tmp/checkpoint-neighbour.XXXXXX)}
 mkdir -p "$out" "$AB_VAR"
 [ -f "$AB_ROOT/build/images/memholder.tar" ] || "$AB_ROOT/hack/images.sh" build >/dev/null
-dev=$(lsblk -no PKNAME "$(findmnt -no SOURCE -T "$AB_VAR")" 2>/dev/null || true)
-[ -n "$dev" ] || dev=$(basename "$(findmnt -no SOURCE -T "$AB_VAR")")
-grep -q " $dev " /proc/diskstats || die "no /proc/diskstats line for $dev (the disk under $AB_VAR)"
+dev=$(python3 "$AB_ROOT/hack/diskstats.py" disk "$AB_VAR")
 
 work=$(mktemp -d "$AB_VAR/neighbour.XXXXXX") # the neighbour's file, on the data-root's disk
 flavour='' sampler=''
@@ -51,19 +49,7 @@ cleanup() {
 trap cleanup EXIT
 
 start_sampler() { # file
-	python3 -c '
-import sys, time
-dev, out = sys.argv[1], sys.argv[2]
-with open(out, "w") as f:
-    while True:
-        for line in open("/proc/diskstats"):
-            p = line.split()
-            if p[2] == dev:
-                f.write(f"{time.time():.3f} {p[9]}\n")
-                break
-        f.flush()
-        time.sleep(0.1)
-' "$dev" "$1" &
+	python3 "$AB_ROOT/hack/diskstats.py" sample "$dev" "$1" &
 	sampler=$!
 }
 
@@ -120,12 +106,7 @@ for v in "${variants[@]}"; do
 	fi
 	log "neighbour: $name ($flavour, $(cat "$cfg"))"
 	eval "$("$AB_ROOT/hack/daemon.sh" up "$flavour" --config "$cfg")"
-	docker load -q -i "$AB_ROOT/build/images/memholder.tar" >/dev/null
-	docker run -d --name mh ab/memholder memholder "$size" >/dev/null
-	for _ in $(seq 300); do
-		docker logs mh 2>&1 | grep -q verified_passes= && break
-		sleep 0.2
-	done
+	run_memholder mh "$size"
 	sync
 	sleep 2
 	start_sampler "$out/samples-$name.txt"
@@ -147,30 +128,22 @@ for v in "${variants[@]}"; do
 	flavour=''
 done
 
-python3 - "$out" "$size" "$seconds" "$dev" "$("$AB_ROOT/hack/patches.sh" hash 2>/dev/null || echo unknown)" "${runs[@]}" <<'EOF'
+PYTHONPATH=$AB_ROOT/hack python3 - "$out" "$size" "$seconds" "$dev" "$("$AB_ROOT/hack/patches.sh" hash 2>/dev/null || echo unknown)" "${runs[@]}" <<'EOF'
 import json, os, sys
+import diskstats
 outdir, size, seconds, dev, series, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6:]
-def worst_window(rows, t0, t1):
-    rows = [x for x in rows if t0 - 0.2 <= x[0] <= t1 + 0.2]
-    best = 0.0
-    for i, (t, s) in enumerate(rows):
-        for u, v in rows[i:]:
-            if u - t >= 1.0:
-                best = max(best, (v - s) * 512 / (u - t))
-                break
-    return best
 res, table = [], []
 for r in runs:
     name, t0, t1, c0, c1 = r.split()
     t0, t1, c0, c1 = map(float, (t0, t1, c0, c1))
     nb = json.load(open(os.path.join(outdir, f"neighbour-{name}.json")))
     samples = os.path.join(outdir, f"samples-{name}.txt")
-    rows = [tuple(map(float, l.split())) for l in open(samples)]
+    rows = diskstats.read(samples)
     os.remove(samples)
     x = {"variant": name, "commits": nb["commits"], "commits_per_s": round(nb["commits_per_s"], 1),
          "commit_lat_ms": {k: round(v, 3) for k, v in nb["lat_ms"].items()},
          "checkpoint_s": None if name == "idle" else round(c1 - c0, 3),
-         "disk_worst_1s_bytes_per_s": round(worst_window(rows, c0, c1))}
+         "disk_worst_1s_bytes_per_s": round(diskstats.worst_window(rows, c0, c1))}
     res.append(x)
     sl = x["commit_lat_ms"]
     table.append(f"| {name} | {x['commits_per_s']} | {sl['p50']:.2f} | {sl['p99']:.2f} | {sl['p99.9']:.2f} | {sl['max']:.1f} | "

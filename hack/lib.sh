@@ -83,6 +83,19 @@ module_tree() {
 		abgit -C "$dest" commit -q --allow-empty -m "$4" -m "$5"
 }
 
+# run_memholder NAME MiB: start a memory holder (build/images/memholder.tar) on
+# the daemon DOCKER_HOST names, and wait until it has filled its memory.
+run_memholder() {
+	docker load -q -i "$AB_ROOT/build/images/memholder.tar" >/dev/null
+	docker run -d --name "$1" ab/memholder memholder "$2" >/dev/null
+	local _
+	for _ in $(seq 300); do
+		docker logs "$1" 2>&1 | grep -q verified_passes= && return 0
+		sleep 0.2
+	done
+	die "memory holder $1 never got ready"
+}
+
 # Runtime layout of the test hosts (hack/daemon.sh, hack/registry.sh).
 AB_RUN=${AB_RUN:-/run/moby-ab}
 AB_VAR=${AB_VAR:-/var/lib/moby-ab}

@@ -29,14 +29,15 @@ fi
 check "patch queue: applies, exports byte-identical, each patch builds" "$AB_ROOT/hack/patches.sh" check
 # A patch without the Upstream:/Drop-when: trailers is refused.
 trailerless() {
-	local d
+	local d rc=0
 	d=$(mktemp -d)
-	trap 'rm -rf "$d"' RETURN
 	printf '0001-x.patch\n' >"$d/series"
 	printf 'Subject: [PATCH] x: y\n\nMeant for upstream.\n\nSigned-off-by: a <a@b>\n---\n' >"$d/0001-x.patch"
-	! "$AB_ROOT/hack/patches.sh" check-trailers "$d" || return 1
+	if "$AB_ROOT/hack/patches.sh" check-trailers "$d"; then rc=1; fi
 	printf 'Subject: [PATCH] x: y\n\nUpstream: yes\nDrop-when: never\nSigned-off-by: a <a@b>\n---\n' >"$d/0001-x.patch"
-	"$AB_ROOT/hack/patches.sh" check-trailers "$d"
+	"$AB_ROOT/hack/patches.sh" check-trailers "$d" || rc=1
+	rm -rf "$d"
+	return "$rc"
 }
 check "patch queue: a patch without Upstream:/Drop-when: trailers is refused" trailerless
 PYTHON=${PYTHON:-/usr/bin/python3}
