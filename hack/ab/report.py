@@ -42,8 +42,29 @@ def cell_name(e, kind):
     return kinds.get(kind).cell_name(e)
 
 
+def by_rep(e, kind):
+    """A cell's samples by repetition: its reps (results.json since they
+    were recorded) with its values, else the values in repetition order."""
+    v = [x for x in values(e, kind)[0] if x is not None]
+    reps = e.get("reps")
+    if reps is not None and len(reps) == len(v):
+        return dict(zip(reps, v))
+    return dict(enumerate(v))
+
+
+def failed(e):
+    """A cell's failed samples (warm-ups apart)."""
+    if "failed" in e:
+        return e["failed"]
+    return len([x for x in e.get("errors", []) if not str(x).startswith("warm-up")])
+
+
 def comparisons(doc):
-    """Per cell: patched against stock's default and (for scans) stock's best."""
+    """Per cell: patched against stock's default and (for scans) stock's best,
+    paired by repetition; the p-values Holm-adjusted across them all (p_adj).
+    Stock's best setting is chosen on the same samples, so its comparison's
+    p is multiplied by the number of settings scanned (Bonferroni: any of
+    them could have been the best) and its interval is at 1 - 0.05/settings."""
     kind = doc["kind"]
     samples = lambda e: values(e, kind)[0]
     cells = {}
@@ -57,35 +78,42 @@ def comparisons(doc):
             continue
         p = pat[0]
         pv, unit, lower = values(p, kind)
+        pr = by_rep(p, kind)
         default = [e for e in sto if (e["params"] or {}).get("max-concurrent-downloads", DEFAULT_MCD) == DEFAULT_MCD
                    and len([k for k in (e["params"] or {}) if k != "max-concurrent-downloads"]) == 0] or sto[:1]
         row = {"cell": cell_name(p, kind), "key": key, "unit": unit, "lower_is_better": lower,
-               "patched": stats.summary(pv), "vs_default": None, "vs_best": None}
+               "patched": stats.summary(pv), "vs_default": None, "vs_best": None,
+               "failed": {"patched": failed(p), "stock": sum(failed(e) for e in sto)}}
         d = default[0]
         row["stock_default"] = {"params": label(d["params"]), "entry": d, **(stats.summary(samples(d)) or {})}
-        row["vs_default"] = stats.ratio_ci(pv, samples(d))
+        row["vs_default"] = stats.paired(pr, by_rep(d, kind))
         if len(sto) > 1:
             scored = [(stats.summary(samples(e)), e) for e in sto]
             scored = [(s, e) for s, e in scored if s]
             if scored:
                 s, best = (min if lower else max)(scored, key=lambda x: x[0]["median"])
-                row["stock_best"] = {"params": label(best["params"]), "entry": best, **s}
-                row["vs_best"] = stats.ratio_ci(pv, samples(best))
+                row["stock_best"] = {"params": label(best["params"]), "entry": best, "settings": len(sto), **s}
+                row["vs_best"] = stats.paired(pr, by_rep(best, kind), correction=len(sto))
                 s, worst = (max if lower else min)(scored, key=lambda x: x[0]["median"])
                 row["stock_worst"] = {"params": label(worst["params"]), "entry": worst, **s}
         out.append(row)
+    tests = [r[k] for r in out for k in ("vs_default", "vs_best") if r[k] and not r[k]["too_few"]]
+    for t, padj in zip(tests, stats.holm([t["p"] for t in tests])):
+        t["p_adj"] = padj
     return out
 
 
 def fmt_ratio(r, lower):
+    """A paired comparison: ratio, interval, p (Holm-adjusted when it has
+    been, else marked uncorrected) and the verdict."""
     if not r:
         return "n/a"
-    if r["lo"] is None:
-        return f"{r['ratio']:.2f} (one sample: no interval)"
-    mark = "" if r["significant"] else " (n.s.)"
-    better = (r["ratio"] < 1) == lower
-    arrow = "" if not r["significant"] else (" better" if better else " worse")
-    return f"{r['ratio']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}]{mark}{arrow}"
+    if r["too_few"] or r["p"] is None:
+        return f"{r['ratio']:.2f}, too few samples (n={r['n']})"
+    ci = f"[{r['lo']:.2f}, {r['hi']:.2f}]" if r["lo"] is not None else "[no interval]"
+    if "p_adj" in r:
+        return f"{r['ratio']:.2f} {ci} p={r['p_adj']:.2g} {stats.verdict(r, lower, r['p_adj'])}"
+    return f"{r['ratio']:.2f} {ci} p={r['p']:.2g} uncorrected"
 
 
 def fmt_v(x, unit):
@@ -104,8 +132,9 @@ def median_of(xs):
 
 
 def versus(a, b, lower):
-    """a/b of medians with its interval, or '-'."""
-    return fmt_ratio(stats.ratio_ci(a, b), lower) if a and b else "-"
+    """a/b paired by position (the i-th sample of each: the same repetition
+    when none failed), with its interval and uncorrected p, or '-'."""
+    return fmt_ratio(stats.paired(a, b), lower) if a and b else "-"
 
 
 def summary_table(doc):
@@ -113,18 +142,34 @@ def summary_table(doc):
     if hasattr(k, "summary_table"):
         return k.summary_table(doc)
     rows = comparisons(doc)
-    lines = ["| cell | stock default | patched | patched/stock default [95% CI] | stock best | patched/best |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| cell | n | failed | stock default | patched | patched/stock default [95% CI] p | stock best | "
+             "patched/best [CI] p |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         u = r["unit"]
         sd = r["stock_default"]
         sb = r.get("stock_best")
-        lines.append("| {} | {} {} ({}) | {} {} | {} | {} | {} |".format(
-            r["cell"], fmt_v(sd.get("median"), u), u, sd["params"],
+        lines.append("| {} | {} | {} | {} {} ({}) | {} {} | {} | {} | {} |".format(
+            r["cell"], (r["vs_default"] or {}).get("n", 0),
+            f"{r['failed']['patched']} patched, {r['failed']['stock']} stock",
+            fmt_v(sd.get("median"), u), u, sd["params"],
             fmt_v((r["patched"] or {}).get("median"), u), u, fmt_ratio(r["vs_default"], r["lower_is_better"]),
-            f"{fmt_v(sb['median'], u)} {u} ({sb['params']})" if sb else "-",
+            f"{fmt_v(sb['median'], u)} {u} ({sb['params']}, best of {sb['settings']})" if sb else "-",
             fmt_ratio(r["vs_best"], r["lower_is_better"]) if sb else "-"))
     return "\n".join(lines)
+
+
+STATISTICS = (
+    "Times in seconds (lower is better) unless marked req/s. Stock and patched samples of the same repetition "
+    "(measured ABAB) are pairs; n is the number of pairs. A ratio is patched/stock, the geometric mean of the "
+    "pairs' ratios, with the 95% interval an exact sign-flip permutation test on the pairs' log-ratios does not "
+    "reject; p is that test's, Holm-adjusted across every comparison of the summary. \"better\" or \"worse\" "
+    "only when the adjusted p is below 0.05, else \"n.s.\"; below "
+    f"{stats.MIN_PAIRS} pairs no test can reach 0.05 (the smallest p with n pairs is 2/2^n) and the ratio "
+    "says \"too few samples\". Stock's best setting of a scan is picked after the fact on the same samples: "
+    "its p is multiplied by the number of settings scanned before the Holm adjustment, and its interval is "
+    "at 1 - 0.05/settings. Ratios in the sections below the summary are paired by position and their p "
+    "is uncorrected (no verdict). failed: samples that failed, left out of every statistic.")
 
 
 def header(doc, run):
@@ -150,21 +195,19 @@ def write(outdir):
         "- daemons: " + ", ".join(f"{f} {v['version']}" for f, v in doc["daemons"].items())]
     if doc.get("link"):
         md.append(f"- link emulation backend: {doc['link'].get('backend')}")
-    md += ["", "Times in seconds (lower is better) unless marked req/s. Ratios are patched/stock of the medians "
-           "with a 95% bootstrap confidence interval; \"n.s.\" marks a difference that is not significant "
-           "(the interval contains 1).", "", "## Summary", "", summary_table(doc), ""]
+    md += ["", STATISTICS, "", "## Summary", "", summary_table(doc), ""]
     for section in k.sections(doc):
         if section:
             md += [section, ""]
     for p in plots:
         md += [f"![{p}]({p})", ""]
-    md += ["## Every sample", "", "| flavour | cell | params | n | median | min | max | samples | errors |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    md += ["## Every sample", "", "| flavour | cell | params | n | failed | median | min | max | samples | errors |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for e in doc["results"]:
         v, u, _ = values(e, doc["kind"])
         s = stats.summary(v) or {}
         errs = "; ".join(sorted(set(e.get("errors", []))))[:200]
-        md.append(f"| {e['flavor']} | {cell_name(e, doc['kind'])} | {label(e['params'])} | {s.get('n', 0)} | "
+        md.append(f"| {e['flavor']} | {cell_name(e, doc['kind'])} | {label(e['params'])} | {s.get('n', 0)} | {failed(e)} | "
                   f"{fmt_v(s.get('median'), u)} | {fmt_v(s.get('min'), u)} | {fmt_v(s.get('max'), u)} | "
                   f"{', '.join(fmt_v(x, u) for x in v)} | {errs} |")
     if hasattr(k, "after_samples"):

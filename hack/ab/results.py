@@ -6,7 +6,13 @@ flavour that ran it (for a zns replay, the placement policy), where
 the kind's module in hack/ab/kinds/), with which daemon options (params),
 and the fields a kind adds to tell its cells apart (an http endpoint, an
 incremental step's concurrency). Every entry of results.json is a cell's
-fields followed by its samples, and every entry is built from a Cell."""
+fields followed by its samples, and every entry is built from a Cell.
+
+An entry's reps are the repetition (0, 1, ...) of each of its times_s: a
+failed sample leaves no time, so the i-th time is not always the i-th
+repetition, and the report pairs stock's and patched's samples by
+repetition. (A results.json without reps is read with its times in
+repetition order.) failed counts the measured samples that failed."""
 import datetime
 import json
 import os
@@ -46,19 +52,31 @@ class Results:
                     "machine": machine(), "started": now(), "finished": None, "interrupted": False,
                     "daemons": {}, "link": {}, "seed": suite.seed, "results": []}
         self.index = {}
+        self.attempts = {}
 
-    def add(self, cell, sample=None, error=None, **extra):
+    def add(self, cell, sample=None, error=None, rep=-1, **extra):
         """One sample of cell (seconds, or None when it failed with error);
-        extra: the other values measured with it, one list each."""
+        rep: its repetition (-1: the cell's next one; None: not a measured
+        sample, a warm-up); extra: the other values measured with it, one
+        list each. A measured sample without a time has failed."""
         k = json.dumps(cell.fields(), sort_keys=True)
         if k not in self.index:
-            entry = cell.entry(times_s=[], errors=[])
+            entry = cell.entry(times_s=[], reps=[], failed=0, errors=[])
             entry.update({x: [] for x in extra})
             self.index[k] = entry
             self.doc["results"].append(entry)
         e = self.index[k]
-        if sample is not None:
-            e["times_s"].append(round(sample, 4))
+        if rep == -1:
+            rep = self.attempts.get(k, 0)
+        if rep is not None:
+            self.attempts[k] = rep + 1
+            if sample is not None:
+                e["times_s"].append(round(sample, 4))
+                e["reps"].append(rep)
+            else:
+                e["failed"] += 1
+                if not error:
+                    error = "failed"
         if error:
             e["errors"].append(error)
         for x, v in extra.items():

@@ -241,7 +241,8 @@ def _cq(es, flavour, mode, cpus, field="times_s"):
 def crossover(doc, flavour):
     """Per worker mode: the CPU limits where it beats async (time to read
     every file, the ratio's 95% interval below 1), where it loses (above 1),
-    and where the two cannot be told apart."""
+    and where the two cannot be told apart (or too few samples tell): the
+    paired test, Holm-adjusted across the limits."""
     es, modes, cpus, _ = _cq_cells(doc)
     if "async" not in modes:
         return {}
@@ -250,11 +251,14 @@ def crossover(doc, flavour):
         if not m.startswith("workers"):
             continue
         pays, ties, costs = [], [], []
-        for c in cpus:
-            r = stats.ratio_ci(_cq(es, flavour, m, c), _cq(es, flavour, "async", c))
-            if not r:
-                continue
-            (ties if not r["significant"] else pays if r["ratio"] < 1 else costs).append(c)
+        rs = [(c, stats.paired(_cq(es, flavour, m, c), _cq(es, flavour, "async", c))) for c in cpus]
+        rs = [(c, r) for c, r in rs if r]
+        # Holm across the CPU limits: a verdict per limit, the chance of any
+        # false one at most 5%.
+        adj = stats.holm([None if r["too_few"] else r["p"] for _, r in rs])
+        for (c, r), p in zip(rs, adj):
+            v = stats.verdict(r, True, p)
+            (pays if v == "better" else costs if v == "worse" else ties).append(c)
         out[m] = (pays, ties, costs)
     return out
 

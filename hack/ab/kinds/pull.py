@@ -124,14 +124,14 @@ def run(r):
             for w in range(s.warmup):
                 for f, params in variants:
                     cell, t, err = pull(r, f, params, prof, img, refs[img.name])
-                    r.results.add(cell, None, f"warm-up: {err}" if err else None,
+                    r.results.add(cell, None, f"warm-up: {err}" if err else None, rep=None,
                                   warmup_s=round(t, 4) if t is not None else None)
                     sys.stderr.write(f"    warm-up pull {prof.name}/{img.name} {f} {params_label(params)}: "
                                      + (f"{t:.2f}s\n" if t is not None else f"FAILED {err}\n"))
             for rep in range(s.repetitions):
                 for f, params in interleave(variants, rep):
                     cell, t, err = pull(r, f, params, prof, img, refs[img.name])
-                    r.results.add(cell, t, err)
+                    r.results.add(cell, t, err, rep=rep)
                     prog.step(f"pull {prof.name}/{img.name} {f} {params_label(params)} rep {rep + 1}: "
                               + (f"{t:.2f}s" if t is not None else f"FAILED {err}"))
 

@@ -11,21 +11,76 @@ class StatsTest(unittest.TestCase):
         self.assertEqual((s["n"], s["median"], s["min"], s["max"]), (3, 2.0, 1.0, 3.0))
         self.assertIsNone(stats.summary([]))
 
-    def test_ratio_clear_difference_is_significant(self):
-        r = stats.ratio_ci([1.0, 1.1, 0.9, 1.05, 0.95], [2.0, 2.1, 1.9, 2.05, 1.95])
+    def test_sign_flip_exact_p(self):
+        # all of one sign: only the observed pattern and its mirror are as extreme
+        self.assertEqual(stats.sign_flip_p([1.0, 2.0, 3.0]), 2 / 8)
+        self.assertEqual(stats.sign_flip_p([0.1] * 6), 2 / 64)
+        # 1, 2, -3: |sum| = 0, every pattern is as extreme
+        self.assertEqual(stats.sign_flip_p([1.0, 2.0, -3.0]), 1.0)
+        # 1, 2, 4 (sum 7): patterns with |sum| >= 7 are +-(1+2+4) only; 1, 2, 3, -1
+        # (sum 5): of 16, |sum| >= 5: +-7 (+++ then +-1... ) counted by hand below
+        self.assertEqual(stats.sign_flip_p([1.0, 2.0, 4.0]), 2 / 8)
+        d = [1.0, 2.0, 3.0, -1.0]
+        import itertools
+        want = sum(abs(sum(s * x for s, x in zip(signs, d))) >= 5 for signs in itertools.product((1, -1), repeat=4))
+        self.assertEqual(want, 6)
+        self.assertEqual(stats.sign_flip_p(d), 6 / 16)
+
+    def test_holm(self):
+        self.assertEqual(stats.holm([0.01, 0.04, 0.03, 0.005]), [0.03, 0.06, 0.06, 0.02])
+        self.assertEqual(stats.holm([0.5, None, 0.01]), [0.5, None, 0.02])
+        self.assertEqual(stats.holm([0.9, 0.8]), [1.0, 1.0])
+
+    def test_pairs_by_repetition(self):
+        # repetition 1 of a failed: it pairs 0 and 2 only
+        self.assertEqual(stats.pairs({0: 1.0, 2: 3.0}, [4.0, 5.0, 6.0]), [(1.0, 4.0), (3.0, 6.0)])
+
+    def test_clear_difference_is_called(self):
+        r = stats.paired([1.0, 1.1, 0.9, 1.05, 0.95, 1.0], [2.0, 2.1, 1.9, 2.05, 1.95, 2.0])
         self.assertAlmostEqual(r["ratio"], 0.5, places=2)
-        self.assertTrue(r["significant"])
+        self.assertEqual((r["n"], r["p"]), (6, 2 / 64))
         self.assertLess(r["hi"], 1)
+        self.assertEqual(stats.verdict(r, True), "better")
+        self.assertEqual(stats.verdict(r, False), "worse")
+        self.assertEqual(stats.verdict(r, True, 0.06), "n.s.")
 
-    def test_one_sample_gives_no_verdict(self):
-        r = stats.ratio_ci([1.0], [2.0, 2.1])
-        self.assertAlmostEqual(r["ratio"], 1.0 / 2.05)
-        self.assertIsNone(r["lo"])
-        self.assertFalse(r["significant"])
+    def test_too_few_samples(self):
+        for n in range(1, stats.MIN_PAIRS):
+            r = stats.paired([1.0] * n, [2.0] * n)
+            self.assertTrue(r["too_few"])
+            self.assertEqual(stats.verdict(r, True), f"too few samples (n={n})")
+        # and why: below MIN_PAIRS the smallest possible p is above 5%
+        self.assertGreater(stats.sign_flip_p([1.0] * (stats.MIN_PAIRS - 1)), stats.ALPHA)
+        self.assertLess(stats.sign_flip_p([1.0] * stats.MIN_PAIRS), stats.ALPHA)
+        self.assertFalse(stats.paired([1.0] * stats.MIN_PAIRS, [2.0] * stats.MIN_PAIRS)["too_few"])
 
-    def test_ratio_overlap_is_not_significant(self):
-        r = stats.ratio_ci([1.0, 1.2, 0.9], [1.1, 0.95, 1.15])
-        self.assertFalse(r["significant"])
+    def test_overlap_is_not_called(self):
+        r = stats.paired([1.0, 1.2, 0.9, 1.1, 1.0, 0.95], [1.1, 0.95, 1.15, 1.0, 1.05, 1.0])
+        self.assertEqual(stats.verdict(r, True), "n.s.")
+        self.assertLess(r["lo"], 1)
+        self.assertGreater(r["hi"], 1)
+
+    def test_a_a_false_positives_with_holm(self):
+        """Identical distributions, 30 cells a report, 200 reports: the share
+        of reports with any verdict (Holm) stays at or below 5%."""
+        import random
+        rng = random.Random(7)
+        reports_with_a_verdict = 0
+        for _ in range(200):
+            rs = []
+            for _ in range(30):
+                n = 8
+                a = [rng.lognormvariate(0, 0.1) for _ in range(n)]
+                b = [rng.lognormvariate(0, 0.1) for _ in range(n)]
+                rs.append(stats.paired(a, b))
+            adj = stats.holm([r["p"] for r in rs])
+            if any(stats.verdict(r, True, p) in ("better", "worse") for r, p in zip(rs, adj)):
+                reports_with_a_verdict += 1
+        self.assertLessEqual(reports_with_a_verdict / 200, 0.05)
+        # per cell, uncorrected, the test holds its level too
+        cells = [stats.paired([rng.gauss(10, 1) for _ in range(8)], [rng.gauss(10, 1) for _ in range(8)])
+                 for _ in range(2000)]
+        self.assertLessEqual(sum(r["p"] < 0.05 for r in cells) / 2000, 0.06)
 
 
 class InterleaveTest(unittest.TestCase):

@@ -127,30 +127,32 @@ class OverheadReportTest(unittest.TestCase):
     def doc(self):
         doc = results_doc("overhead", {"http_rps": {"/network": {"native": 5692.10, "published": 6964.68, "host": 7594.72}},
                                 "message_passing": {"note": "MPI", "mpi_communication_time": 1.15}})
-        rps = {"native": [100.0, 102.0, 98.0], "bridge": [90.0, 91.0, 89.0], "published": [50.0, 51.0, 49.0],
-               "host": [99.0, 100.0, 101.0]}
-        rtt = {"native": [10.0, 10.2, 9.8], "bridge": [12.0, 12.1, 11.9], "host": [10.0, 10.1, 9.9]}
+        # seven repetitions: enough pairs for a test (stats.MIN_PAIRS)
+        seven = lambda xs: xs + xs + xs[:1]
+        rps = {"native": seven([100.0, 102.0, 98.0]), "bridge": seven([90.0, 91.0, 89.0]),
+               "published": seven([50.0, 51.0, 49.0]), "host": seven([99.0, 100.0, 101.0])}
+        rtt = {"native": seven([10.0, 10.2, 9.8]), "bridge": seven([12.0, 12.1, 11.9]), "host": seven([10.0, 10.1, 9.9])}
         for f in ("stock", "patched"):
             for pl, xs in rps.items():
                 doc["results"].append({"flavor": f, "profile": None, "image": "ab/node", "params": {},
                                        "scenario": "http", "container": pl, "endpoint": "/network",
-                                       "times_s": [0.005] * 3, "rps": xs, "latency_mean_s": [0.006] * 3,
-                                       "latency_p99_s": [0.05] * 3, "errors": []})
+                                       "times_s": [0.005] * 7, "rps": xs, "latency_mean_s": [0.006] * 7,
+                                       "latency_p99_s": [0.05] * 7, "errors": []})
             for pl, xs in rtt.items():
                 doc["results"].append({"flavor": f, "profile": None, "image": "ab/pingpong", "params": {},
                                        "scenario": "pingpong", "container": pl, "times_s": [x / 1e6 for x in xs],
-                                       "mean_us": [x + 1 for x in xs], "p50_us": xs, "p99_us": [x * 2 for x in xs], "cpus": ["0,1"] * 3,
-                                       "round_trips": [5000] * 3, "errors": []})
+                                       "mean_us": [x + 1 for x in xs], "p50_us": xs, "p99_us": [x * 2 for x in xs], "cpus": ["0,1"] * 7,
+                                       "round_trips": [5000] * 7, "errors": []})
         return doc
 
     def test_http_table_puts_the_seed_beside(self):
         d, md = write_report(self, self.doc())
         self.assertIn("## HTTP: native, bridge, published port, host (seed 004)", md)
         # native row: the seed's requests/s; published: ours 0.50 of native, the seed's 1.22
-        self.assertRegex(md, r"\| /network \| native \| 100 \| 100 \| 1.00 \[[\d.]+, [\d.]+\] \(n.s.\) \| 1 \| 1 \| "
+        self.assertRegex(md, r"\| /network \| native \| 100 \| 100 \| 1.00 \[[\d.]+, [\d.]+\] p=1 uncorrected \| 1 \| 1 \| "
                              r"5692 \| 1.00 \|")
-        self.assertRegex(md, r"\| /network \| published \| 50\.00 \| 50\.00 \| .* \| 0\.50 \[.*\] worse \| "
-                             r"0\.50 \[.*\] worse \| 6965 \| 1\.22 \|")
+        self.assertRegex(md, r"\| /network \| published \| 50\.00 \| 50\.00 \| .* \| 0\.50 \[.*\] p=0.016 uncorrected \| "
+                             r"0\.50 \[.*\] p=0.016 uncorrected \| 6965 \| 1\.22 \|")
         self.assertRegex(md, r"\| /network \| bridge \| .* \| - \| - \|")
         self.assertIn("| /network | native | 6.00 / 5.00 / 50.00 | 6.00 / 5.00 / 50.00 |", md)
         self.assertTrue(os.path.getsize(os.path.join(d, "overhead-placements.png")) > 1000)
@@ -161,10 +163,10 @@ class OverheadReportTest(unittest.TestCase):
         self.assertIn("exchange a small message 5000 times", md)
         self.assertIn("In each, the server runs on CPU 0 and the client on CPU 1.", md)
         self.assertRegex(md, r"\| bridge \| 13\.0 / 12\.0 / 24\.0 \| 13\.0 / 12\.0 / 24\.0 \| 1\.00 .* \| "
-                             r"1\.20 \[.*\] worse \| 1\.20 \[.*\] worse \| 1\.15 \(MPI communication time\) \|")
+                             r"1\.20 \[.*\] p=0.016 uncorrected \| 1\.20 \[.*\] p=0.016 uncorrected \| 1\.15 \(MPI communication time\) \|")
         self.assertIn("MPI communication time 1.15x bare metal's", md)
         # the summary's unit for round trips
-        self.assertIn("| pingpong: bridge | 12.0 µs (defaults) | 12.0 µs |", md)
+        self.assertIn("| pingpong: bridge | 7 | 0 patched, 0 stock | 12.0 µs (defaults) | 12.0 µs | 1.00 [1.00, 1.00] p=1 n.s. |", md)
 
 
 if __name__ == "__main__":
