@@ -6,6 +6,10 @@
 
 A suite file whose only key is `include = ["a", "b"]` runs those suites, each
 into a subdirectory of the results directory.
+
+run exits 0 when every sample succeeded, 1 when any failed (after writing
+the report and naming each cell with failures), 130 when interrupted, 2 on
+an invalid suite or a host error.
 """
 import argparse
 import datetime
@@ -63,6 +67,7 @@ def main(argv=None):
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         top = a.results or os.path.join(hosts.ROOT, "results", f"{os.path.basename(a.suite).removesuffix('.toml')}-{stamp}")
         ok = True
+        failed = 0
         done = []
         for s in suites:
             out = top if len(suites) == 1 else os.path.join(top, s.name)
@@ -78,8 +83,19 @@ def main(argv=None):
             print(f"## {s.name} ({s.kind})\n")
             print(report.summary_table(report.load(out)))
             print()
+        for s, out in done:
+            for flavour, cell, params, n, warm in report.failures(report.load(out)):
+                failed += n + warm
+                print(f"FAILED: {s.name}: {flavour} {cell} ({params}): {n} failed sample(s)"
+                      + (f", {warm} failed warm-up(s)" if warm else ""))
         print(f"results: {top}")
-        return 0 if ok else 130
+        if not ok:
+            return 130
+        if failed:
+            print(f"error: {failed} failed sample(s); the report is written, the run is not a success",
+                  file=sys.stderr)
+            return 1
+        return 0
     except (suite.SuiteError, hosts.HostError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

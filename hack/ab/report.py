@@ -59,6 +59,18 @@ def failed(e):
     return len([x for x in e.get("errors", []) if not str(x).startswith("warm-up")])
 
 
+def failures(doc):
+    """Every cell with failed samples: (flavour, cell, params, failed
+    measured samples, failed warm-ups)."""
+    out = []
+    for e in doc["results"]:
+        warm = len([x for x in e.get("errors", []) if str(x).startswith("warm-up")])
+        n = failed(e)
+        if n or warm:
+            out.append((e.get("flavor"), cell_name(e, doc["kind"]), label(e.get("params")), n, warm))
+    return out
+
+
 def comparisons(doc):
     """Per cell: patched against stock's default and (for scans) stock's best,
     paired by repetition; the p-values Holm-adjusted across them all (p_adj).

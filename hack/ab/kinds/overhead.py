@@ -364,12 +364,16 @@ def measure_http(r, d, rep, prog):
                 if w.get("rps") is None:
                     err = (p.stderr or p.stdout or "wrk failed").strip()[-300:]
                 elif w.get("errors"):
+                    # socket errors or non-2xx answers: the rate is not of the
+                    # requests asked for; out of the statistics, counted failed
                     err = f"wrk: {w['errors']}"
+                if err:
+                    w = {}
                 r.results.add(http_cell(r, d, net, ep), w.get("p50_s"), err, rps=w.get("rps"),
                               latency_mean_s=w.get("mean_s"), latency_p99_s=w.get("p99_s"), requests=w.get("requests"))
                 prog.step(f"overhead http {ep} {net} {d.flavour} rep {rep + 1}: "
                           + (f"{w['rps']:.0f} req/s, p50 {w['p50_s'] * 1e3:.2f} ms" if w.get("rps") is not None
-                             else "FAILED"))
+                             else f"FAILED {err}"))
         finally:
             stop_native(proc)
             if name:

@@ -141,9 +141,12 @@ def pull(r, f, params, prof, img, ref):
     d = r.daemons[f]
     d.apply(params)
     # Cold: no image, no content, and no kept-alive connection to the
-    # registry from an earlier pull (ss -K aborts them).
-    cold = (f"docker rmi -f {ref} >/dev/null 2>&1; docker image prune -af >/dev/null 2>&1; "
-            f"nsenter --net={d.netns()} ss -K dst {hosts.REGISTRY.split(':')[0]} >/dev/null 2>&1; true")
+    # registry from an earlier pull (ss -K aborts them). A preparation that
+    # fails (the image still there, prune or ss failing) fails the sample:
+    # hyperfine stops when --prepare does, and the pull is not timed warm.
+    cold = (f"docker rmi -f {ref} >/dev/null 2>&1; docker image prune -af >/dev/null && "
+            f"! docker image inspect {ref} >/dev/null 2>&1 && "
+            f"nsenter --net={d.netns()} ss -K dst {hosts.REGISTRY.split(':')[0]} >/dev/null")
     t, err = hyperfine(r.tmp, d.env, f"docker pull -q {ref}", prepare=cold, failed="hyperfine failed")
     return Cell(f, profile=prof.name, image=img.name, params=params), t, err
 

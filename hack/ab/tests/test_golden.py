@@ -168,6 +168,35 @@ class GoldenTest(unittest.TestCase):
         self.assertEqual(suite_errors(), self.golden("suite-errors.txt"))
 
 
+class ExitStatusTest(unittest.TestCase):
+    """python3 -m ab run: a run with a failed sample writes its report and
+    exits 1, naming the cell; a run without exits 0."""
+
+    def run_main(self, fail):
+        import contextlib
+        import io
+        from unittest import mock
+        from ab import __main__ as cli
+        out = tempfile.mkdtemp(prefix="ab-golden-")
+        self.addCleanup(shutil.rmtree, out, True)
+        buf = io.StringIO()
+        with fakehosts.pretend(fail), mock.patch("os.geteuid", return_value=0), \
+                contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+            rc = cli.main(["run", os.path.join(GOLDEN, "pull.toml"), "--results", out])
+        return rc, buf.getvalue(), out
+
+    def test_failed_sample_fails_the_run(self):
+        rc, printed, out = self.run_main(FIXTURES["pull"])
+        self.assertEqual(rc, 1)
+        self.assertTrue(os.path.isfile(os.path.join(out, "report.md")))
+        self.assertIn("FAILED: golden-pull: patched far / two (defaults): 1 failed sample(s)", printed)
+
+    def test_clean_run_succeeds(self):
+        rc, printed, _ = self.run_main(set())
+        self.assertEqual(rc, 0)
+        self.assertNotIn("FAILED", printed)
+
+
 def update():
     for name in FIXTURES:
         doc, path = run(name), os.path.join(GOLDEN, name + ".results.json")
