@@ -170,6 +170,15 @@ class Validator:
                 other.refuse(self, d, kind)
         if s.needs_hosts:
             s.flavours = self.flavours(d.get("flavor"))
+            if not getattr(k, "SCANS", False):
+                # A list would be a scan; only some kinds run one variant
+                # after another, the others would run its first value alone.
+                for name, fl in s.flavours.items():
+                    for key, v in fl.daemon.items():
+                        if isinstance(v, list):
+                            self.fail(("flavor", name, "daemon"),
+                                      f"daemon.{key}: a list is a scan, and {kind} suites do not scan "
+                                      f"(only pull suites do); give one value")
         k.validate(self, d, s)
         return s
 

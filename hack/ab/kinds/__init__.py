@@ -6,6 +6,8 @@ for these by name; a kind's module has:
   suite files  KEYS         the top-level keys it takes
                SWITCHES     those of KEYS any suite may have while they are off
                REPETITIONS  the default
+               SCANS        (if true) a daemon option given as a list is a scan; without
+                            it a list is refused
                Suite        suite.Suite with the kind's tables
                validate(v, d, s)  check the kind's keys of d, fill s (v: suite.Validator)
                refuse(v, d, kind) refuse the kind's keys in a suite of another kind

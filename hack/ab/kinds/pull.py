@@ -17,6 +17,7 @@ from ..results import Cell
 KEYS = ("profile", "image", "warmup")
 KEY_FIELDS = ()  # besides profile and image
 SWITCHES = ("warmup",)  # warmup = 0 is no warm-up, in any suite
+SCANS = True  # a daemon option given as a list: one variant per value
 REPETITIONS = 3
 
 

@@ -25,6 +25,21 @@ class CheckpointSuiteTest(SuiteErrors, unittest.TestCase):
         self.assertIn("'16 MiB' cannot be part of a container name",
                       self.checkpoint_error('name = "16 MiB"\n            memory = "16MiB"'))
 
+    def test_a_scan_is_refused(self):
+        # only pull suites scan: a list would silently run its first value
+        msg = self.error("""
+            name = "c"
+            kind = "checkpoint"
+            scenarios = ["alone"]
+            [[container]]
+            name = "x"
+            memory = "16MiB"
+            [flavor.stock]
+            daemon = { "max-concurrent-downloads" = [1, 3] }
+        """)
+        self.assertRegex(msg, r":9: daemon.max-concurrent-downloads: a list is a scan, and checkpoint suites do not "
+                              r"scan \(only pull suites do\)")
+
     def test_bad_scenario(self):
         self.assertIn("'sometimes' is not one of alone, together, incremental",
                       self.checkpoint_error('name = "x"\n            memory = "16MiB"', '["sometimes"]'))
