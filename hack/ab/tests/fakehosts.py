@@ -88,9 +88,11 @@ class World:
         return self.done()
 
     def wrk(self, flavour, url):
-        rps, _, bad = self.value("wrk", flavour, url, 500.0, 3000.0)
+        rps, n, bad = self.value("wrk", flavour, url, 500.0, 3000.0)
         if bad:
             return self.done(1, err=f"unable to connect to {url} Connection refused\n")
+        # ("wrk-non2xx", flavour, url, n) in fail: the n-th run got error answers
+        non2xx = "  Non-2xx or 3xx responses: 12\n" if ("wrk-non2xx", flavour, url, n) in self.fail else ""
         lat = round(400 / rps, 6)
         return self.done(out=f"""Running 3s test @ {url}
   2 threads and 400 connections
@@ -102,7 +104,7 @@ class World:
      90%   {lat * 1e3 * 1.3:.2f}ms
      99%   {lat * 1e3 * 3:.2f}ms
   {int(rps * 3)} requests in 3.00s, 12.66MB read
-Requests/sec:  {rps:.2f}
+{non2xx}Requests/sec:  {rps:.2f}
 Transfer/sec:      4.19MB
 """)
 

@@ -169,5 +169,23 @@ class OverheadReportTest(unittest.TestCase):
         self.assertIn("| pingpong: bridge | 7 | 0 patched, 0 stock | 12.0 µs (defaults) | 12.0 µs | 1.00 [1.00, 1.00] p=1 n.s. |", md)
 
 
+class WrkErrorsTest(unittest.TestCase):
+    def test_non_2xx_answers_fail_the_sample(self):
+        from ab.tests import test_golden
+        fail = set(test_golden.FIXTURES["overhead"]) | {("wrk-non2xx", "patched", "http://127.0.0.1:3000/cpu", 0)}
+        saved = test_golden.FIXTURES["overhead"]
+        test_golden.FIXTURES["overhead"] = fail
+        try:
+            doc = test_golden.run("overhead")
+        finally:
+            test_golden.FIXTURES["overhead"] = saved
+        e = next(e for e in doc["results"] if e["flavor"] == "patched" and e["scenario"] == "http"
+                 and e["container"] == "native" and e["endpoint"] == "/cpu")
+        self.assertEqual(e["failed"], 1)
+        self.assertEqual(e["rps"][0], None)  # not in the statistics
+        self.assertEqual(e["reps"], [1])
+        self.assertIn("wrk: 12 non-2xx answers", e["errors"])
+
+
 if __name__ == "__main__":
     unittest.main()
