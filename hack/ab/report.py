@@ -52,6 +52,16 @@ def by_rep(e, kind):
     return dict(enumerate(v))
 
 
+def keyed(e, field="times_s"):
+    """One list of a cell's by repetition (see by_rep): times_s, or a value
+    measured with them."""
+    v = [x for x in e.get(field, []) if x is not None]
+    reps = e.get("reps")
+    if reps is not None and len(reps) == len(v):
+        return dict(zip(reps, v))
+    return dict(enumerate(v))
+
+
 def failed(e):
     """A cell's failed samples (warm-ups apart)."""
     if "failed" in e:
@@ -144,8 +154,9 @@ def median_of(xs):
 
 
 def versus(a, b, lower):
-    """a/b paired by position (the i-th sample of each: the same repetition
-    when none failed), with its interval and uncorrected p, or '-'."""
+    """a/b paired by repetition (a and b: dicts repetition -> value, see
+    keyed; lists are taken in repetition order), with its interval and
+    uncorrected p, or '-'."""
     return fmt_ratio(stats.paired(a, b), lower) if a and b else "-"
 
 
@@ -180,8 +191,8 @@ STATISTICS = (
     f"{stats.MIN_PAIRS} pairs no test can reach 0.05 (the smallest p with n pairs is 2/2^n) and the ratio "
     "says \"too few samples\". Stock's best setting of a scan is picked after the fact on the same samples: "
     "its p is multiplied by the number of settings scanned before the Holm adjustment, and its interval is "
-    "at 1 - 0.05/settings. Ratios in the sections below the summary are paired by position and their p "
-    "is uncorrected (no verdict). failed: samples that failed, left out of every statistic.")
+    "at 1 - 0.05/settings. Ratios in the sections below the summary are paired by repetition too, and "
+    "their p is uncorrected (no verdict). failed: samples that failed, left out of every statistic.")
 
 
 def header(doc, run):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from .. import hosts, stats, suite, units
 from ..measure import Progress
-from ..report import bar_plot, cell_key, fmt_ratio, fmt_v, median_of, versus
+from ..report import bar_plot, cell_key, fmt_ratio, fmt_v, keyed, median_of, versus
 from ..results import Cell
 
 KEYS = ("scenarios", "container", "leave_running", "restore", "floor")
@@ -283,7 +283,7 @@ def floor_table(doc):
 
         def ratio(f):
             e = by.get(f)
-            return fmt_ratio(stats.ratio_ci(e["times_s"], r["times_s"]), True) if e and rs else "-"
+            return fmt_ratio(stats.ratio_ci(keyed(e), keyed(r)), True) if e and rs else "-"
 
         def frz(f):
             e = by.get(f)
@@ -300,15 +300,17 @@ def together_table(doc):
     """Checkpoint suites with "alone" and "together": per flavour, each
     container's time beside the others against its time alone (seed 001,
     Figure 3), and the whole batch."""
-    es = {(e["flavor"], e["scenario"], e["container"]): e["times_s"] for e in doc["results"]
-          if e["flavor"] in ("stock", "patched") and e.get("scenario") in ("alone", "together")}
+    ents = {(e["flavor"], e["scenario"], e["container"]): e for e in doc["results"]
+            if e["flavor"] in ("stock", "patched") and e.get("scenario") in ("alone", "together")}
+    es = {k: e["times_s"] for k, e in ents.items()}
+    ek = {k: keyed(e) for k, e in ents.items()}  # by repetition, for the ratios
     rows = []
     for (f, scen, c), together in es.items():
         if scen != "together" or c == BATCH:
             continue
         alone = es.get((f, "alone", c), [])
         rows.append(f"| {f} | {c} | {fmt_v(median_of(alone), 's')} | {fmt_v(median_of(together), 's')} | "
-                    f"{versus(together, alone, True)} |")
+                    f"{versus(ek[(f, scen, c)], ek.get((f, 'alone', c), {}), True)} |")
     if not rows:
         return ""
     lines = ["## Together against alone (seed 001, Figure 3)", "",
@@ -321,7 +323,7 @@ def together_table(doc):
         bs, bp = es.get(("stock", "together", BATCH), []), es.get(("patched", "together", BATCH), [])
         lines += ["", "| batch | stock | patched | patched/stock [95% CI] |", "| --- | --- | --- | --- |",
                   f"| all together | {fmt_v(median_of(bs), 's')} | {fmt_v(median_of(bp), 's')} | "
-                  f"{versus(bp, bs, True)} |"]
+                  f"{versus(ek.get(('patched', 'together', BATCH), {}), ek.get(('stock', 'together', BATCH), {}), True)} |"]
     return "\n".join(lines) + "\n"
 
 

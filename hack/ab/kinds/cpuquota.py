@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .. import hosts, stats, suite, units
 from ..measure import Progress, parse_json_line, rotate
-from ..report import bar_plot, fmt_v, median_of, versus
+from ..report import bar_plot, fmt_v, keyed, median_of, versus
 from ..results import Cell
 
 KEYS = ("cpus", "modes", "workers", "files", "file_size")
@@ -231,11 +231,12 @@ def _cq_cells(doc):
     return es, modes, cpus, ncpu
 
 
-def _cq(es, flavour, mode, cpus, field="times_s"):
+def _cq(es, flavour, mode, cpus, field="times_s", by_rep=False):
+    """A cell's field: its values, or (by_rep) a dict repetition -> value."""
     for e in es:
         if e["flavor"] == flavour and e["scenario"] == mode and e.get("cpus") == cpus:
-            return [x for x in e.get(field, []) if x is not None]
-    return []
+            return keyed(e, field) if by_rep else [x for x in e.get(field, []) if x is not None]
+    return {} if by_rep else []
 
 
 def crossover(doc, flavour):
@@ -251,7 +252,7 @@ def crossover(doc, flavour):
         if not m.startswith("workers"):
             continue
         pays, ties, costs = [], [], []
-        rs = [(c, stats.paired(_cq(es, flavour, m, c), _cq(es, flavour, "async", c))) for c in cpus]
+        rs = [(c, stats.paired(_cq(es, flavour, m, c, by_rep=True), _cq(es, flavour, "async", c, by_rep=True))) for c in cpus]
         rs = [(c, r) for c, r in rs if r]
         # Holm across the CPU limits: a verdict per limit, the chance of any
         # false one at most 5%.
@@ -297,8 +298,8 @@ def cpuquota_tables(doc):
                     best = (t, m)
             cells.append(best[1] if best else "-")
             if "async" in modes:
-                a = _cq(es, f, "async", c)
-                cells += [versus(_cq(es, f, m, c), a, True) for m in worker_modes]
+                a = _cq(es, f, "async", c, by_rep=True)
+                cells += [versus(_cq(es, f, m, c, by_rep=True), a, True) for m in worker_modes]
             out.append("| " + " | ".join(cells) + " |")
         verdicts = crossover(doc, f)
         if verdicts:
@@ -397,7 +398,7 @@ def plot_cpuquota(doc, outdir, plt):
             for f in flavours:
                 pts = []
                 for x, c in zip(xs, cpus):
-                    r = stats.ratio_ci(_cq(es, f, m, c), _cq(es, f, "async", c))
+                    r = stats.ratio_ci(_cq(es, f, m, c, by_rep=True), _cq(es, f, "async", c, by_rep=True))
                     if r:
                         pts.append((x, r))
                 if not pts:

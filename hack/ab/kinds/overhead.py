@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .. import hosts, suite, units
 from ..measure import Progress, hyperfine, parse_json_line, rotate
-from ..report import bar_plot, fmt_v, median_of, versus
+from ..report import bar_plot, fmt_v, keyed, median_of, versus
 from ..results import Cell
 
 KEYS = ("workloads", "http", "pingpong")
@@ -502,11 +502,12 @@ def _placements(es):
     return [p for p in NETWORKS if p in seen]
 
 
-def _samples(es, flavour, placement, field):
+def _samples(es, flavour, placement, field, by_rep=False):
+    """A placement's field: its values, or (by_rep) a dict repetition -> value."""
     for e in es:
         if e["flavor"] == flavour and e["container"] == placement:
-            return [x for x in e.get(field, []) if x is not None]
-    return []
+            return keyed(e, field) if by_rep else [x for x in e.get(field, []) if x is not None]
+    return {} if by_rep else []
 
 
 def http_table(doc):
@@ -531,11 +532,12 @@ def http_table(doc):
         for pl in _placements(sub):
             rps = {f: _samples(sub, f, pl, "rps") for f in flavours}
             cells = [ep, pl] + [f"{fmt_v(median_of(rps[f]), 'req/s')}" for f in flavours]
+            rpk = {f: _samples(sub, f, pl, "rps", True) for f in flavours}
             if len(flavours) == 2:
-                cells.append(versus(rps["patched"], rps["stock"], False))
+                cells.append(versus(rpk["patched"], rpk["stock"], False))
             for f in flavours:
-                native = _samples(sub, f, "native", "rps")
-                cells.append("1" if pl == "native" and native else versus(rps[f], native, False))
+                native = _samples(sub, f, "native", "rps", True)
+                cells.append("1" if pl == "native" and native else versus(rpk[f], native, False))
             sv, sn = sd.get(pl), sd.get("native")
             cells.append(fmt_v(sv, "req/s") if isinstance(sv, (int, float)) else "-")
             cells.append(f"{sv / sn:.2f}" if isinstance(sv, (int, float)) and isinstance(sn, (int, float)) and sn
@@ -583,11 +585,11 @@ def pingpong_table(doc):
         for f in flavours:
             m = [median_of(_samples(es, f, pl, k)) for k in ("mean_us", "p50_us", "p99_us")]
             cells.append(" / ".join(fmt_v(x, "µs") for x in m))
-        p50 = {f: _samples(es, f, pl, "p50_us") for f in flavours}
+        p50 = {f: _samples(es, f, pl, "p50_us", True) for f in flavours}
         if len(flavours) == 2:
             cells.append(versus(p50["patched"], p50["stock"], True))
         for f in flavours:
-            native = _samples(es, f, "native", "p50_us")
+            native = _samples(es, f, "native", "p50_us", True)
             cells.append("1" if pl == "native" and native else versus(p50[f], native, True))
         if mp:
             v = mp.get("mpi_communication_time")
