@@ -7,7 +7,8 @@
 A suite file whose only key is `include = ["a", "b"]` runs those suites, each
 into a subdirectory of the results directory.
 
-run exits 0 when every sample succeeded, 1 when any failed (after writing
+run exits 0 when every sample succeeded, 1 when any failed (a measured
+sample, a warm-up or a checkpoint's restore) (after writing
 the report and naming each cell with failures), 130 when interrupted, 2 on
 an invalid suite or a host error.
 """
@@ -84,15 +85,14 @@ def main(argv=None):
             print(report.summary_table(report.load(out)))
             print()
         for s, out in done:
-            for flavour, cell, params, n, warm in report.failures(report.load(out)):
-                failed += n + warm
-                print(f"FAILED: {s.name}: {flavour} {cell} ({params}): {n} failed sample(s)"
-                      + (f", {warm} failed warm-up(s)" if warm else ""))
+            for flavour, cell, params, what in report.failures(report.load(out)):
+                failed += sum(n for n, _ in what)
+                print(f"FAILED: {s.name}: {flavour} {cell} ({params}): " + ", ".join(f"{n} {w}" for n, w in what))
         print(f"results: {top}")
         if not ok:
             return 130
         if failed:
-            print(f"error: {failed} failed sample(s); the report is written, the run is not a success",
+            print(f"error: {failed} failure(s); the report is written, the run is not a success",
                   file=sys.stderr)
             return 1
         return 0

@@ -70,14 +70,16 @@ def failed(e):
 
 
 def failures(doc):
-    """Every cell with failed samples: (flavour, cell, params, failed
-    measured samples, failed warm-ups)."""
+    """Every cell with failures: (flavour, cell, params, what failed), what
+    failed a list of (count, what): measured samples, warm-ups, restores."""
     out = []
     for e in doc["results"]:
-        warm = len([x for x in e.get("errors", []) if str(x).startswith("warm-up")])
-        n = failed(e)
-        if n or warm:
-            out.append((e.get("flavor"), cell_name(e, doc["kind"]), label(e.get("params")), n, warm))
+        what = [(failed(e), "failed sample(s)"),
+                (len([x for x in e.get("errors", []) if str(x).startswith("warm-up")]), "failed warm-up(s)"),
+                (len(e.get("restore_error") or []), "failed restore(s)")]
+        what = [(n, w) for n, w in what if n]
+        if what:
+            out.append((e.get("flavor"), cell_name(e, doc["kind"]), label(e.get("params")), what))
     return out
 
 

@@ -191,6 +191,13 @@ class ExitStatusTest(unittest.TestCase):
         self.assertTrue(os.path.isfile(os.path.join(out, "report.md")))
         self.assertIn("FAILED: golden-pull: patched far / two (defaults): 1 failed sample(s)", printed)
 
+    def test_failures_name_each_cell(self):
+        with open(os.path.join(GOLDEN, "checkpoint.results.json")) as f:
+            got = report.failures(json.load(f))
+        self.assertIn(("patched", "alone: 16MiB", "checkpoint-max-concurrent=2, checkpoint-queue-order=smallest-first",
+                       [(1, "failed restore(s)")]), got)
+        self.assertIn(("stock", "together: nginx", "defaults", [(1, "failed sample(s)")]), got)
+
     def test_clean_run_succeeds(self):
         rc, printed, _ = self.run_main(set())
         self.assertEqual(rc, 0)
