@@ -20,9 +20,9 @@ GO_TEST_PKGS ?= $(shell hack/test-unit.sh --list 2>/dev/null)
 help:
 	@sed -n 's/^#   //p' Makefile
 	@echo
-	@echo 'Other targets: deps build build-stock build-patched images patches-apply'
+	@echo 'Other targets: deps build build-stock build-patched images deb patches-apply'
 	@echo '  patches-export patches-check rebase rebase-continue rebase-adopt upstream-drift'
-	@echo '  test-unit test-zns test-bats test-harness test-integration clean'
+	@echo '  test-unit test-zns test-bats test-deb test-harness test-integration clean'
 
 # make ab [SUITE=name-or-path] [RESULTS=dir]: run an A/B suite (hyperfine-suites/)
 .PHONY: ab
@@ -45,6 +45,13 @@ build-patched:
 images:
 	hack/images.sh build
 
+# Debian packages for test nodes into build/deb (hack/deb.sh; README, "Install
+# on test nodes"): moby-ab-dockerd patched and stock, moby-ab-runtime; lintian
+# must report no errors.
+.PHONY: deb
+deb: build
+	hack/deb.sh --lintian
+
 # make rebase UPSTREAM=<module version>: move the series to another upstream
 # release (hack/rebase.sh); then rebase-continue after each conflict, rebase-adopt.
 .PHONY: rebase rebase-continue rebase-adopt upstream-drift
@@ -65,7 +72,7 @@ patches-export:
 patches-check:
 	hack/patches.sh check
 
-.PHONY: test test-unit test-bats test-harness test-integration test-zns
+.PHONY: test test-unit test-bats test-deb test-harness test-integration test-zns
 test: test-unit test-harness test-zns test-bats test-integration
 test-unit:
 	hack/test-unit.sh
@@ -77,6 +84,11 @@ test-harness:
 test-bats: build
 	hack/images.sh build all
 	$(BATS) --timing bats/
+# The packages installed, upgraded, downgraded and purged in a Debian 12 root
+# (bats/deb.bats, also part of test-bats).
+test-deb: build
+	hack/images.sh build
+	$(BATS) --timing bats/deb.bats
 
 test-integration: build images
 	cd integration && go test -count=1 -v ./...

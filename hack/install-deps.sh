@@ -42,6 +42,9 @@ APT_PACKAGES=(
 	libaio-dev
 	# zoned-device tests (QEMU)
 	qemu-system-x86
+	# Debian packages for test nodes (make deb) and their test in a debootstrap
+	# root: dpkg-shlibdeps, lintian, systemd-analyze and systemd-socket-activate
+	dpkg-dev lintian systemd
 )
 
 CHECK=0
