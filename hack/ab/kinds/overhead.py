@@ -502,6 +502,19 @@ def _placements(es):
     return [p for p in NETWORKS if p in seen]
 
 
+def _against(es, flavours, pl, key, lower_is_better):
+    """A placement's table cells: patched against stock (with both flavours),
+    then each flavour against its native run ("1" for native itself)."""
+    got = {f: _samples(es, f, pl, key, True) for f in flavours}
+    cells = []
+    if len(flavours) == 2:
+        cells.append(versus(got["patched"], got["stock"], lower_is_better))
+    for f in flavours:
+        native = _samples(es, f, "native", key, True)
+        cells.append("1" if pl == "native" and native else versus(got[f], native, lower_is_better))
+    return cells
+
+
 def _samples(es, flavour, placement, field, by_rep=False):
     """A placement's field: its values, or (by_rep) a dict repetition -> value."""
     for e in es:
@@ -532,12 +545,7 @@ def http_table(doc):
         for pl in _placements(sub):
             rps = {f: _samples(sub, f, pl, "rps") for f in flavours}
             cells = [ep, pl] + [f"{fmt_v(median_of(rps[f]), 'req/s')}" for f in flavours]
-            rpk = {f: _samples(sub, f, pl, "rps", True) for f in flavours}
-            if len(flavours) == 2:
-                cells.append(versus(rpk["patched"], rpk["stock"], False))
-            for f in flavours:
-                native = _samples(sub, f, "native", "rps", True)
-                cells.append("1" if pl == "native" and native else versus(rpk[f], native, False))
+            cells += _against(sub, flavours, pl, "rps", False)
             sv, sn = sd.get(pl), sd.get("native")
             cells.append(fmt_v(sv, "req/s") if isinstance(sv, (int, float)) else "-")
             cells.append(f"{sv / sn:.2f}" if isinstance(sv, (int, float)) and isinstance(sn, (int, float)) and sn
@@ -585,12 +593,7 @@ def pingpong_table(doc):
         for f in flavours:
             m = [median_of(_samples(es, f, pl, k)) for k in ("mean_us", "p50_us", "p99_us")]
             cells.append(" / ".join(fmt_v(x, "µs") for x in m))
-        p50 = {f: _samples(es, f, pl, "p50_us", True) for f in flavours}
-        if len(flavours) == 2:
-            cells.append(versus(p50["patched"], p50["stock"], True))
-        for f in flavours:
-            native = _samples(es, f, "native", "p50_us", True)
-            cells.append("1" if pl == "native" and native else versus(p50[f], native, True))
+        cells += _against(es, flavours, pl, "p50_us", True)
         if mp:
             v = mp.get("mpi_communication_time")
             cells.append(f"{v:.2f} (MPI communication time)" if pl == "bridge" and isinstance(v, (int, float))
