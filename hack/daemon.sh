@@ -4,6 +4,9 @@
 #   hack/daemon.sh up <stock|patched> [--config FILE]   start; prints `export DOCKER_HOST=...`
 #   hack/daemon.sh down <stock|patched> [--keep-data]   stop and remove what `up` created
 #   hack/daemon.sh reload <stock|patched> --config FILE  apply a new daemon.json (SIGHUP)
+#   hack/daemon.sh stop <stock|patched>                 stop dockerd and its containerd only:
+#                                                       namespace, link, config and data stay
+#   hack/daemon.sh start <stock|patched>                start it again after stop, same config
 #   hack/daemon.sh status [stock|patched]               what is running
 #   hack/daemon.sh env <stock|patched>                  print the export line again
 #
@@ -106,6 +109,10 @@ cmd_up() {
 	write_config "$user_config"
 	setup_netns
 	: >"$LOG"
+	start_dockerd
+}
+
+start_dockerd() { # the configured daemon, in the flavour's namespace; waits for its API
 	log "daemon $F: starting $("$DOCKERD" --version) in netns $NS"
 	# nsenter --net only: `ip netns exec` would remount /sys and hide the cgroup
 	# mounts from dockerd.
@@ -162,16 +169,8 @@ remove_cgroups() {
 	done
 }
 
-cmd_down() {
-	local keep=0 pid
-	paths "$1"
-	shift
-	while [ $# -gt 0 ]; do
-		case "$1" in
-		--keep-data) keep=1; shift ;;
-		*) die "down: unknown option '$1'" ;;
-		esac
-	done
+stop_processes() { # dockerd, its containerd and their shims
+	local pid
 	if pid=$(running_pid); then
 		log "daemon $F: stopping pid $pid"
 		kill -TERM "$pid" 2>/dev/null || true
@@ -194,6 +193,37 @@ cmd_down() {
 		fi
 	fi
 	kill_shims
+}
+
+cmd_stop() {
+	paths "$1"
+	running_pid >/dev/null || die "daemon $F is not running"
+	stop_processes
+	unmount_under "$EXECROOT"
+	log "daemon $F: stopped (namespace, link and data kept)"
+}
+
+cmd_start() {
+	paths "$1"
+	if pid=$(running_pid); then
+		die "$F is already running (pid $pid)"
+	fi
+	[ -f "$CONFIG" ] || die "daemon $F was never started here: 'hack/daemon.sh up $F' first"
+	ns_exists "$NS" || die "daemon $F: no namespace $NS: 'hack/daemon.sh up $F' first"
+	start_dockerd
+}
+
+cmd_down() {
+	local keep=0 pid
+	paths "$1"
+	shift
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--keep-data) keep=1; shift ;;
+		*) die "down: unknown option '$1'" ;;
+		esac
+	done
+	stop_processes
 	# An emulated link holds the namespace open: take it down first.
 	if [ -f "$AB_RUN/link-$F.backend" ]; then
 		"$(dirname "${BASH_SOURCE[0]}")/link.sh" down "$F" 2>/dev/null || true
@@ -252,7 +282,7 @@ cmd_status() {
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
-up | down | reload | env)
+up | down | reload | env | stop | start)
 	[ $# -ge 1 ] || die "usage: hack/daemon.sh $cmd <stock|patched>"
 	case "$cmd" in
 	env) paths "$1"; echo "export DOCKER_HOST=unix://$SOCK" ;;
@@ -260,5 +290,5 @@ up | down | reload | env)
 	esac
 	;;
 status) cmd_status "$@" ;;
-*) die "usage: hack/daemon.sh up|down|reload|status|env <stock|patched> [options]" ;;
+*) die "usage: hack/daemon.sh up|down|reload|stop|start|status|env <stock|patched> [options]" ;;
 esac

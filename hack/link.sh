@@ -3,7 +3,7 @@
 #
 #   hack/link.sh up <flavour> [--rtt-ms 35] [--rate-bits-per-s 100000000] [--loss-pct 0]
 #                             [--jitter-ms 0] [--queue 1000] [--backend auto|tun|netem]
-#   hack/link.sh down <flavour>
+#   hack/link.sh down <flavour> [--stats-to FILE]   FILE: the emulator's counters (JSON)
 #   hack/link.sh backend          which backend `auto` picks here
 #
 # The link takes plain numbers: milliseconds, bits per second, percent,
@@ -128,11 +128,18 @@ cmd_up() {
 }
 
 cmd_down() {
-	local f=$1 i ns pid
+	local f=$1 stats_to=${3:-} i ns pid
+	[ "${2:-}" = "" ] || [ "$2" = --stats-to ] || die "link down: unknown option '$2'"
 	i=$(flavour_index "$f")
 	ns=$(flavour_ns "$f")
 	case "$(cat "$AB_RUN/link-$f.backend" 2>/dev/null)" in
 	netem)
+		# What each end's qdisc sent and dropped.
+		if [ -n "$stats_to" ]; then
+			jq -n --argjson up "$(tc -n "$ns" -s -j qdisc show dev "ab-$f-up" 2>/dev/null || echo null)" \
+				--argjson reg "$(tc -n "$REG_NS" -s -j qdisc show dev "ab-$f-reg" 2>/dev/null || echo null)" \
+				'{backend: "netem", host_side: $up, registry_side: $reg}' >"$stats_to" || true
+		fi
 		tc -n "$ns" qdisc del dev "ab-$f-up" root 2>/dev/null || true
 		tc -n "$REG_NS" qdisc del dev "ab-$f-reg" root 2>/dev/null || true
 		;;
@@ -146,6 +153,7 @@ cmd_down() {
 		if [ -f "$AB_RUN/link-$f.stats.json" ]; then
 			jq -r --arg f "$f" 'to_entries[] | "link \($f): \(.key): \(.value.Packets) packets, \(.value.Lost) lost (\(if .value.Packets + .value.Lost > 0 then (1000 * .value.Lost / (.value.Packets + .value.Lost) | round / 10) else 0 end)%), \(.value.QueueDrops) queue drops"' \
 				"$AB_RUN/link-$f.stats.json" >&2
+			[ -z "$stats_to" ] || jq '{backend: "tun"} + .' "$AB_RUN/link-$f.stats.json" >"$stats_to" || true
 		fi
 		# The TUN devices and their routes went with the process; route the
 		# registry through the veth again.
@@ -160,7 +168,7 @@ cmd_down() {
 [ "$(id -u)" = 0 ] || die "hack/link.sh needs root (network namespaces)"
 case "${1:-}" in
 up) [ $# -ge 2 ] || usage; shift; cmd_up "$@" ;;
-down) [ $# -ge 2 ] || usage; cmd_down "$2"; log "link $2: down" ;;
+down) [ $# -ge 2 ] || usage; shift; cmd_down "$@"; log "link $1: down" ;;
 backend) pick_backend auto ;;
 *) usage ;;
 esac

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 from . import units
@@ -79,6 +80,18 @@ class Daemon:
         shutil.rmtree(self._cfgdir, ignore_errors=True)
         self.sock = None
 
+    def restart(self, between=None):
+        """Stop dockerd and its containerd, call between() while they are
+        stopped, start them again with the same configuration; the test
+        host's namespace, link and data stay."""
+        sh(os.path.join(HACK, "daemon.sh"), "stop", self.flavour)
+        try:
+            if between:
+                between()
+        finally:
+            out = sh(os.path.join(HACK, "daemon.sh"), "start", self.flavour).stdout
+            self.sock = out.strip().split("unix://", 1)[1]
+
     def docker(self, *args, check=True, timeout=600):
         return sh("docker", *args, env=self.env, check=check, timeout=timeout)
 
@@ -113,6 +126,24 @@ def pingpong_binary():
     return path
 
 
+def served_bytes(flavour):
+    """Bytes the registry's namespace has sent towards flavour's test host:
+    the transmit counters of its interfaces to that host (the veth, and
+    the emulated link's TUN device when there is one)."""
+    p = sh("ip", "-n", "ab-reg", "-j", "-s", "link", "show")
+    total = 0
+    for link in json.loads(p.stdout or "[]"):
+        if link.get("ifname") in (f"ab-{flavour}-reg", f"abr-{flavour}"):
+            total += link.get("stats64", {}).get("tx", {}).get("bytes", 0)
+    return total
+
+
+def flush_tcp_metrics_cmd(flavour):
+    """A shell command that forgets what the kernel's TCP metrics cache
+    (ssthresh, RTT per destination) learned on both ends of flavour's link."""
+    return f"ip -n ab-{flavour} tcp_metrics flush all && ip -n ab-reg tcp_metrics flush all"
+
+
 def registry_up():
     sh(os.path.join(HACK, "registry.sh"), "up")
 
@@ -136,8 +167,37 @@ def link_up(flavour, profile, backend="auto"):
     sh(*link_args(flavour, profile, backend))
 
 
-def link_down(flavour):
-    sh(os.path.join(HACK, "link.sh"), "down", flavour, check=False)
+def link_down(flavour, stats_to=None):
+    """Take flavour's emulated link down; with stats_to, the emulator's
+    counters (per direction) are written there as JSON."""
+    args = ["--stats-to", stats_to] if stats_to else []
+    sh(os.path.join(HACK, "link.sh"), "down", flavour, *args, check=False)
+
+
+_RTT_PROBE = """
+import socket, statistics, sys, time
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rtts = []
+for _ in range(n):
+    t = time.monotonic()
+    with socket.create_connection((host, port), timeout=10):
+        rtts.append((time.monotonic() - t) * 1000)
+    time.sleep(0.1)
+print(round(statistics.median(rtts), 2))
+"""
+
+
+def link_rtt_ms(flavour, count=5):
+    """The round trip from flavour's test host to the registry as measured:
+    the median time of count TCP handshakes with it (connect() returns after
+    SYN and SYN-ACK: one round trip), or None when they fail."""
+    host, port = REGISTRY.split(":")
+    p = sh("nsenter", f"--net=/run/netns/ab-{flavour}", sys.executable, "-c", _RTT_PROBE, host, port, str(count),
+           check=False, timeout=120)
+    try:
+        return float(p.stdout.strip()) if p.returncode == 0 else None
+    except ValueError:
+        return None
 
 
 def link_backend(backend="auto"):

@@ -84,8 +84,9 @@ def failures(doc):
 
 
 def comparisons(doc):
-    """Per cell: patched against stock's default and (for scans) stock's best,
-    paired by repetition; the p-values Holm-adjusted across them all (p_adj).
+    """Per cell (and per patched arm, see kinds/pull.py): patched against
+    stock's default and (for scans) stock's best, paired by repetition; the
+    p-values Holm-adjusted across them all (p_adj).
     Stock's best setting is chosen on the same samples, so its comparison's
     p is multiplied by the number of settings scanned (Bonferroni: any of
     them could have been the best) and its interval is at 1 - 0.05/settings."""
@@ -100,27 +101,27 @@ def comparisons(doc):
         sto = [e for e in es if e["flavor"] == "stock"]
         if not pat or not sto:
             continue
-        p = pat[0]
-        pv, unit, lower = values(p, kind)
-        pr = by_rep(p, kind)
-        default = [e for e in sto if (e["params"] or {}).get("max-concurrent-downloads", DEFAULT_MCD) == DEFAULT_MCD
-                   and len([k for k in (e["params"] or {}) if k != "max-concurrent-downloads"]) == 0] or sto[:1]
-        row = {"cell": cell_name(p, kind), "key": key, "unit": unit, "lower_is_better": lower,
-               "patched": stats.summary(pv), "vs_default": None, "vs_best": None,
-               "failed": {"patched": failed(p), "stock": sum(failed(e) for e in sto)}}
-        d = default[0]
-        row["stock_default"] = {"params": label(d["params"]), "entry": d, **(stats.summary(samples(d)) or {})}
-        row["vs_default"] = stats.paired(pr, by_rep(d, kind))
-        if len(sto) > 1:
-            scored = [(stats.summary(samples(e)), e) for e in sto]
-            scored = [(s, e) for s, e in scored if s]
-            if scored:
-                s, best = (min if lower else max)(scored, key=lambda x: x[0]["median"])
-                row["stock_best"] = {"params": label(best["params"]), "entry": best, "settings": len(sto), **s}
-                row["vs_best"] = stats.paired(pr, by_rep(best, kind), correction=len(sto))
-                s, worst = (max if lower else min)(scored, key=lambda x: x[0]["median"])
-                row["stock_worst"] = {"params": label(worst["params"]), "entry": worst, **s}
-        out.append(row)
+        for p in pat:  # one row per patched entry: the pull kind measures it in arms
+            pv, unit, lower = values(p, kind)
+            pr = by_rep(p, kind)
+            default = [e for e in sto if (e["params"] or {}).get("max-concurrent-downloads", DEFAULT_MCD) == DEFAULT_MCD
+                       and len([k for k in (e["params"] or {}) if k != "max-concurrent-downloads"]) == 0] or sto[:1]
+            row = {"cell": cell_name(p, kind), "key": key, "arm": p.get("arm"), "unit": unit, "lower_is_better": lower,
+                   "patched": stats.summary(pv), "vs_default": None, "vs_best": None,
+                   "failed": {"patched": failed(p), "stock": sum(failed(e) for e in sto)}}
+            d = default[0]
+            row["stock_default"] = {"params": label(d["params"]), "entry": d, **(stats.summary(samples(d)) or {})}
+            row["vs_default"] = stats.paired(pr, by_rep(d, kind))
+            if len(sto) > 1:
+                scored = [(stats.summary(samples(e)), e) for e in sto]
+                scored = [(s, e) for s, e in scored if s]
+                if scored:
+                    s, best = (min if lower else max)(scored, key=lambda x: x[0]["median"])
+                    row["stock_best"] = {"params": label(best["params"]), "entry": best, "settings": len(sto), **s}
+                    row["vs_best"] = stats.paired(pr, by_rep(best, kind), correction=len(sto))
+                    s, worst = (max if lower else min)(scored, key=lambda x: x[0]["median"])
+                    row["stock_worst"] = {"params": label(worst["params"]), "entry": worst, **s}
+            out.append(row)
     tests = [r[k] for r in out for k in ("vs_default", "vs_best") if r[k] and not r[k]["too_few"]]
     for t, padj in zip(tests, stats.holm([t["p"] for t in tests])):
         t["p_adj"] = padj
@@ -207,7 +208,26 @@ def header(doc, run):
     return md + [f"- suite file: `{doc.get('suite_file')}`, {run}, "
                  f"started {doc['started']}, finished {doc.get('finished') or '-'}"
                  + (" **(interrupted: partial results)**" if doc.get("interrupted") else ""),
-                 f"- machine: {m.get('cpu')}, {m.get('cpus')} CPUs, {m.get('memory_gib')} GiB, kernel {m.get('kernel')}"]
+                 f"- machine: {m.get('cpu')}, {m.get('cpus')} CPUs, {m.get('memory_gib')} GiB, kernel {m.get('kernel')}"] \
+        + provenance_lines(doc)
+
+
+def provenance_lines(doc):
+    """Where the results come from (results.json's provenance), and a warning
+    when the patched daemon that ran was not built from the series named."""
+    p = doc.get("provenance")
+    if not p:
+        return []
+    up = p.get("upstream") or {}
+    out = [f"- provenance: series `{p.get('series')}` on upstream {up.get('version', '?')} "
+           f"(`{(up.get('commit') or '?')[:12]}`, {up.get('module_version', '?')}), project commit "
+           f"`{(p.get('commit') or '?')[:12]}`" + (" with local changes" if p.get("local_changes") else "")
+           + f", suite file sha256 `{(p.get('suite_sha256') or '?')[:16]}`"]
+    pv = ((doc.get("daemons") or {}).get("patched") or {}).get("version")
+    if pv and p.get("series") and not pv.endswith("+ab." + p["series"]):
+        out.append(f"- **warning: the patched daemon that ran reports {pv}, not the series `{p['series']}` "
+                   "of the patches/ it ran beside: its binary is stale (make build)**")
+    return out
 
 
 def write(outdir):

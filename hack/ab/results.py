@@ -14,6 +14,7 @@ repetition, and the report pairs stock's and patched's samples by
 repetition. (A results.json without reps is read with its times in
 repetition order.) failed counts the measured samples that failed."""
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -50,7 +51,8 @@ class Results:
         self.doc = {"suite": suite.name, "kind": suite.kind, "suite_file": os.path.relpath(suite.path, hosts.ROOT),
                     "description": suite.description, "repetitions": suite.repetitions,
                     "machine": machine(), "started": now(), "finished": None, "interrupted": False,
-                    "daemons": {}, "link": {}, "seed": suite.seed, "results": []}
+                    "provenance": provenance(suite.path), "daemons": {}, "link": {}, "seed": suite.seed,
+                    "results": []}
         self.index = {}
         self.attempts = {}
 
@@ -97,6 +99,35 @@ class Results:
 
 def now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def provenance(suite_path):
+    """What a reader needs to trace a result back: the suite file's hash, the
+    series' hash (the one the patched daemon's version ends in), the
+    upstream pin and the project's commit (with local changes or not)."""
+    out = {}
+    try:
+        with open(suite_path, "rb") as f:
+            out["suite_sha256"] = hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        out["suite_sha256"] = None
+    p = hosts.sh(os.path.join(hosts.HACK, "patches.sh"), "hash", check=False)
+    out["series"] = p.stdout.strip() if p.returncode == 0 else None
+    pin = {}
+    try:
+        with open(os.path.join(hosts.HACK, "upstream.pin")) as f:
+            for line in f:
+                k, sep, v = line.strip().partition("=")
+                if sep and not k.startswith("#") and k in ("VERSION", "COMMIT", "MODULE", "MODULE_VERSION"):
+                    pin[k.lower()] = v
+    except OSError:
+        pass
+    out["upstream"] = pin
+    g = hosts.sh("git", "-C", hosts.ROOT, "rev-parse", "HEAD", check=False)
+    d = hosts.sh("git", "-C", hosts.ROOT, "status", "--porcelain", "--untracked-files=no", check=False)
+    out["commit"] = g.stdout.strip() if g.returncode == 0 else None
+    out["local_changes"] = bool(d.stdout.strip()) if d.returncode == 0 else None
+    return out
 
 
 def machine():

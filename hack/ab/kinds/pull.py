@@ -3,9 +3,23 @@ over an emulated link (seed 000).
 
 A cell is one [[profile]] (the link) and one [[image]]: profile and image
 name them; scenario and container are null. A daemon option given as a list
-(max-concurrent-downloads) is a scan: one cell per value."""
+(max-concurrent-downloads) is a scan: one cell per value.
+
+Every measured pull is checked cold: the registry's side of the link must
+have sent at least the image's bytes during it (served_bytes, recorded per
+sample), else the sample fails. Before each pull the image and its content
+are removed, kept-alive connections to the registry aborted, and the
+kernel's TCP metrics cache flushed in both namespaces.
+
+arms: the patched daemon learns per registry and keeps it on disk; arm
+"learned" pulls with what it learned from the suite's earlier pulls
+(warm-ups included), arm "fresh" pulls right after a restart with that
+state removed (first contact), after which the learned state is put back.
+A fresh cell has "arm": "fresh"; a learned one has no arm field."""
+import json
 import os
 import re
+import shutil
 import sys
 from dataclasses import dataclass, field
 
@@ -14,9 +28,15 @@ from ..measure import Progress, hyperfine, interleave
 from ..report import DEFAULT_MCD, comparisons, fmt_ratio, fmt_v, label
 from ..results import Cell
 
-KEYS = ("profile", "image", "warmup")
+KEYS = ("profile", "image", "warmup", "arms")
 KEY_FIELDS = ()  # besides profile and image
 SWITCHES = ("warmup",)  # warmup = 0 is no warm-up, in any suite
+ARMS = ("learned", "fresh")
+# What the patched daemon learned of each registry, in its data-root.
+LEARNED_STATE = "registry-download-concurrency.json"
+# A cold pull makes the registry send at least the image's bytes; this
+# fraction of them leaves room for nothing but rounding.
+COLD_FRACTION = 0.98
 SCANS = True  # a daemon option given as a list: one variant per value
 REPETITIONS = 3
 
@@ -48,12 +68,19 @@ class Suite(suite.Suite):
     profiles: list = field(default_factory=list)
     images: list = field(default_factory=list)
     warmup: int = 0  # untimed pulls per variant before each cell's repetitions
+    arms: list = field(default_factory=lambda: ["learned"])  # the patched daemon's
 
 
 # --- the suite file ---------------------------------------------------------
 
 def validate(v, d, s):
     s.warmup = _warmup(v, d)
+    if "arms" in d:
+        arms = v.typed(d["arms"], list, ("arms",), f"a list of {', '.join(ARMS)}")
+        bad = [a for a in arms if a not in ARMS]
+        if bad or not arms or len(set(arms)) != len(arms):
+            v.fail(("arms",), f"arms: want one or both of {', '.join(ARMS)}, each once; got {arms}")
+        s.arms = list(arms)
     s.profiles = [profile(v, p, i) for i, p in enumerate(v.tables(d, "profile"))]
     s.images = [image(v, p, i) for i, p in enumerate(v.tables(d, "image"))]
     v.unique(s.profiles, "profile")
@@ -61,6 +88,8 @@ def validate(v, d, s):
 
 
 def refuse(v, d, kind):
+    if "arms" in d:
+        v.fail(("arms",), "arms: only pull suites measure the patched daemon in arms")
     if _warmup(v, d):
         v.fail(("warmup",), "warmup: only pull suites have warm-up pulls")
     for k in ("profile", "image"):
@@ -106,64 +135,201 @@ def run(r):
     each image cold, warm-up pulls first, the repetitions in ABAB order."""
     s = r.s
     refs = {}
+    r.results.doc["images"] = {}
     for i, img in enumerate(s.images):
         sys.stderr.write(f"==> image {img.name}: {len(img.layers)} layers, {units.human_size(img.total)}, pushing\n")
         repo = "ab-pull/" + re.sub(r"[^a-z0-9]+", "-", img.name.lower()).strip("-")
         refs[img.name] = hosts.push_random_image(repo, "v1", img.layers, seed=i + 1)
-    variants = [(f, p) for f in s.flavours for p in s.flavours[f].variants()]
+        r.results.doc["images"][img.name] = {"ref": refs[img.name], "layers": img.layers, "bytes": img.total}
+    variants = [(f, p, a) for f in s.flavours for p in s.flavours[f].variants()
+                for a in (s.arms if f == "patched" else [None])]
     prog = Progress(len(s.profiles) * len(s.images) * s.repetitions * len(variants))
     backend = hosts.link_backend(s.link_backend)
-    r.results.doc["link"] = {"backend": backend}
+    link = r.results.doc["link"] = {"backend": backend, "profiles": {}}
     for prof in s.profiles:
+        rec = link["profiles"][prof.name] = {"configured": {
+            "rtt_ms": prof.rtt_ms, "rate_bits_per_s": prof.rate_bits_per_s, "loss_pct": prof.loss_pct,
+            "jitter_ms": prof.jitter_ms, "queue_packets": prof.queue}, "measured": {}}
         for f in r.daemons:
             hosts.link_up(f, prof, backend)
-        for img in s.images:
-            # Warm-up pulls, untimed by the verdict but kept: what a daemon
-            # that has pulled from this registry before does differently
-            # (the patched daemon learns per registry) shows from the
-            # first measured pull on, and the warm-up times stay visible.
-            for w in range(s.warmup):
-                for f, params in variants:
-                    cell, t, err = pull(r, f, params, prof, img, refs[img.name])
-                    r.results.add(cell, None, f"warm-up: {err}" if err else None, rep=None,
-                                  warmup_s=round(t, 4) if t is not None else None)
-                    sys.stderr.write(f"    warm-up pull {prof.name}/{img.name} {f} {params_label(params)}: "
-                                     + (f"{t:.2f}s\n" if t is not None else f"FAILED {err}\n"))
-            for rep in range(s.repetitions):
-                for f, params in interleave(variants, rep):
-                    cell, t, err = pull(r, f, params, prof, img, refs[img.name])
-                    r.results.add(cell, t, err, rep=rep)
-                    prog.step(f"pull {prof.name}/{img.name} {f} {params_label(params)} rep {rep + 1}: "
-                              + (f"{t:.2f}s" if t is not None else f"FAILED {err}"))
+            # what the link does, as measured: the round trip now, the
+            # emulator's counters when it comes down
+            rec["measured"][f] = {"rtt_ms": hosts.link_rtt_ms(f)}
+        r.results.save()
+        try:
+            for img in s.images:
+                pull_image(r, variants, prof, img, refs[img.name], prog)
+        finally:
+            for f in r.daemons:
+                counters = os.path.join(r.tmp, f"link-{f}.json")
+                hosts.link_down(f, stats_to=counters)
+                rec["measured"][f]["emulator"] = _read_json(counters)
+            r.results.save()
 
 
-def pull(r, f, params, prof, img, ref):
-    """One cold pull of ref by flavour f with params: (its cell, seconds, error)."""
+def pull_image(r, variants, prof, img, ref, prog):
+    s = r.s
+    # Warm-up pulls, untimed by the verdict but kept: what a daemon
+    # that has pulled from this registry before does differently
+    # (the patched daemon learns per registry) shows from the
+    # first measured pull on, and the warm-up times stay visible.
+    for w in range(s.warmup):
+        for f, params, arm in variants:
+            cell, t, err, served = pull(r, f, params, arm, prof, img, ref)
+            r.results.add(cell, None, f"warm-up: {err}" if err else None, rep=None,
+                          warmup_s=round(t, 4) if t is not None else None, warmup_served_bytes=served)
+            sys.stderr.write(f"    warm-up pull {prof.name}/{img.name} {f} {variant_label(params, arm)}: "
+                             + (f"{t:.2f}s\n" if t is not None else f"FAILED {err}\n"))
+    for rep in range(s.repetitions):
+        for f, params, arm in interleave(variants, rep):
+            cell, t, err, served = pull(r, f, params, arm, prof, img, ref)
+            r.results.add(cell, t, err, rep=rep, served_bytes=served)
+            prog.step(f"pull {prof.name}/{img.name} {f} {variant_label(params, arm)} rep {rep + 1}: "
+                      + (f"{t:.2f}s" if t is not None else f"FAILED {err}"))
+
+
+def _read_json(path):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def pull(r, f, params, arm, prof, img, ref):
+    """One cold pull of ref by flavour f with params (for patched, in arm):
+    (its cell, seconds, error, bytes the registry sent)."""
     d = r.daemons[f]
     d.apply(params)
-    # Cold: no image, no content, and no kept-alive connection to the
-    # registry from an earlier pull (ss -K aborts them). A preparation that
-    # fails (the image still there, prune or ss failing) fails the sample:
-    # hyperfine stops when --prepare does, and the pull is not timed warm.
+    cell = Cell(f, profile=prof.name, image=img.name, params=params,
+                kind_fields={"arm": arm} if arm == "fresh" else {})
+    if arm == "fresh":
+        return (cell,) + first_contact(r, d, lambda: timed_pull(r, d, img, ref))
+    return (cell,) + timed_pull(r, d, img, ref)
+
+
+def timed_pull(r, d, img, ref):
+    """(seconds, error, bytes the registry sent) of one cold pull by d."""
+    # Cold: no image, no content, no kept-alive connection to the registry
+    # from an earlier pull (ss -K aborts them), nothing the kernel learned of
+    # the path (TCP metrics). A preparation that fails (the image still
+    # there, prune, ss or ip failing) fails the sample: hyperfine stops when
+    # --prepare does, and the pull is not timed warm.
     cold = (f"docker rmi -f {ref} >/dev/null 2>&1; docker image prune -af >/dev/null && "
             f"! docker image inspect {ref} >/dev/null 2>&1 && "
-            f"nsenter --net={d.netns()} ss -K dst {hosts.REGISTRY.split(':')[0]} >/dev/null")
+            f"nsenter --net={d.netns()} ss -K dst {hosts.REGISTRY.split(':')[0]} >/dev/null && "
+            f"{hosts.flush_tcp_metrics_cmd(d.flavour)}")
+    before = hosts.served_bytes(d.flavour)
     t, err = hyperfine(r.tmp, d.env, f"docker pull -q {ref}", prepare=cold, failed="hyperfine failed")
-    return Cell(f, profile=prof.name, image=img.name, params=params), t, err
+    served = hosts.served_bytes(d.flavour) - before
+    if t is not None and served < COLD_FRACTION * img.total:
+        t, err = None, (f"not cold: the registry sent {units.human_size(served)} during the pull, "
+                        f"the image is {units.human_size(img.total)}")
+    return t, err, served
+
+
+def first_contact(r, d, pull_fn):
+    """pull_fn() on d restarted without what it learned of registries, then
+    d restarted with that state back: (seconds, error, served)."""
+    state = os.path.join(d.vardir(), "data", LEARNED_STATE)
+    aside = os.path.join(r.tmp, "learned-" + LEARNED_STATE)
+
+    def forget():
+        if os.path.exists(aside):
+            os.remove(aside)
+        if os.path.exists(state):
+            shutil.move(state, aside)
+
+    def put_back():
+        if os.path.exists(state):
+            os.remove(state)
+        if os.path.exists(aside):
+            shutil.move(aside, state)
+    try:
+        d.restart(forget)
+    except hosts.HostError as e:
+        return None, f"restart for first contact: {e}", 0
+    try:
+        if os.path.exists(state):
+            return None, f"the daemon kept {LEARNED_STATE} across the wipe", 0
+        return pull_fn()
+    finally:
+        d.restart(put_back)
 
 
 def params_label(p):
     return ",".join(f"{k}={v}" for k, v in sorted(p.items())) or "defaults"
 
 
+def variant_label(params, arm):
+    return params_label(params) + (" first contact" if arm == "fresh" else "")
+
+
 # --- the report -------------------------------------------------------------
 
 def cell_name(e):
-    return f"{e['profile']} / {e['image']}"
+    return f"{e['profile']} / {e['image']}" + (" (patched: first contact)" if e.get("arm") == "fresh" else "")
 
 
 def sections(doc):
-    return [spread_table(doc)]
+    return [spread_table(doc), link_table(doc), coldness_table(doc)]
+
+
+def link_table(doc):
+    """Each link as the suite configured it and as it was measured: the round
+    trip (ping) once it was up, the emulator's counters when it came down."""
+    profiles = (doc.get("link") or {}).get("profiles") or {}
+    if not profiles:
+        return ""
+    lines = ["## Links as configured and as measured", "",
+             f"Backend: {doc['link'].get('backend', '-')}. Measured: the round trip to the registry once the "
+             "link was up (median of 5 TCP handshakes); packets, loss and queue drops the emulator counted over the whole "
+             "profile, both directions.", "",
+             "| link | flavour | rtt configured | rtt measured | rate | loss configured | packets | lost (%) | "
+             "queue drops |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, rec in profiles.items():
+        c = rec.get("configured") or {}
+        for f, m in (rec.get("measured") or {}).items():
+            em = m.get("emulator") or {}
+            dirs = [v for k, v in em.items() if isinstance(v, dict) and "Packets" in v]
+            pk = sum(v.get("Packets", 0) for v in dirs)
+            lost = sum(v.get("Lost", 0) for v in dirs)
+            drops = sum(v.get("QueueDrops", 0) for v in dirs)
+            rate = c.get("rate_bits_per_s")
+            lines.append("| {} | {} | {} ms | {} | {} | {}% | {} | {} | {} |".format(
+                name, f, units.plain(c.get("rtt_ms", 0)),
+                f"{m['rtt_ms']:.1f} ms" if m.get("rtt_ms") is not None else "failed",
+                f"{rate / 1e6:g} Mbit/s" if rate else "unlimited", units.plain(c.get("loss_pct", 0)),
+                pk if dirs else "-", f"{lost} ({100 * lost / max(1, pk + lost):.2f}%)" if dirs else "-",
+                drops if dirs else "-"))
+    return "\n".join(lines) + "\n"
+
+
+def coldness_table(doc):
+    """Per cell and variant: what the registry sent per measured pull against
+    the image's bytes (a pull below COLD_FRACTION of them failed as warm)."""
+    images = doc.get("images") or {}
+    rows = [e for e in doc["results"] if e.get("served_bytes") and images.get(e.get("image"))]
+    if not rows:
+        return ""
+    lines = ["## Cold pulls: bytes the registry sent", "",
+             f"Per measured pull, the bytes the registry's end of the link sent, against the image's layers. "
+             f"A pull that moved less than {COLD_FRACTION:.0%} of them failed as not cold.", "",
+             "| flavour | cell | params | image | sent per pull: median (min-max) | median / image |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for e in rows:
+        total = images[e["image"]]["bytes"]
+        # served_bytes has one value per measured pull in repetition order;
+        # those of failed pulls are left out, as their times are
+        sent = e["served_bytes"]
+        sv = sorted(sent[r] for r in e.get("reps", range(len(sent))) if r < len(sent) and sent[r] is not None)
+        if not sv:
+            continue
+        med = sv[len(sv) // 2]
+        lines.append(f"| {e['flavor']} | {cell_name(e)} | {label(e['params'])} | {units.human_size(total)} | "
+                     f"{units.human_size(med)} ({units.human_size(sv[0])}-{units.human_size(sv[-1])}) | "
+                     f"{med / total:.3f} |")
+    return "\n".join(lines) + "\n"
 
 
 def spread_table(doc):
@@ -183,7 +349,7 @@ def spread_table(doc):
         sp = seed.get(prof, {}).get(img) if isinstance(seed.get(prof), dict) else None
         dflt = mcd(r["stock_default"]["entry"]) == DEFAULT_MCD
         lines.append("| {} | {} | {} s (c={}) | {} s (c={}) | {:.0f}% | {} | {} | {} | {} |".format(
-            prof, img, fmt_v(b["median"], "s"), mcd(b["entry"]), fmt_v(w["median"], "s"), mcd(w["entry"]),
+            prof, img + (" (patched: first contact)" if r.get("arm") == "fresh" else ""), fmt_v(b["median"], "s"), mcd(b["entry"]), fmt_v(w["median"], "s"), mcd(w["entry"]),
             100 * (w["median"] - b["median"]) / b["median"],
             f"{sp:.2f}%" if isinstance(sp, (int, float)) else "-",
             f"{fmt_v(ps['median'], 's')} s" if ps else "-",

@@ -14,7 +14,7 @@ import tempfile
 import zlib
 from unittest import mock
 
-from ab import hosts
+from ab import hosts, results
 
 
 def _unit(key):
@@ -33,6 +33,17 @@ class World:
         self.count = {}
         self.fail = set(fail)
         self.logs = {}
+        self.images = {}  # reference -> bytes, as pushed
+        self.sent = {}  # flavour -> bytes the registry sent it
+        self.restarts = {}  # flavour -> restarts
+
+    def push(self, repo, tag, layers, seed):
+        ref = f"{hosts.REGISTRY}/{repo}:{tag}"
+        self.images[ref] = sum(layers)
+        return ref
+
+    def served_bytes(self, flavour):
+        return self.sent.get(flavour, 0)
 
     # --- time -------------------------------------------------------------
     def monotonic(self):
@@ -67,6 +78,13 @@ class World:
                 return self.done(1, err="Error: Command terminated with non-zero exit code: 1\n")
             with open(args[args.index("--export-json") + 1], "w") as f:
                 json.dump({"results": [{"times": [v]}]}, f)
+            if "docker pull" in cmd:
+                # the registry sends the image and a little more; ("warm",
+                # flavour, cmd, n) in fail: the n-th pull found it cached
+                ref = cmd.split()[-1]
+                _, n, _ = self.value("sent", flavour, cmd, 0, 0)
+                warm = ("warm", flavour, cmd, n) in self.fail
+                self.sent[flavour] = self.sent.get(flavour, 0) + (0 if warm else int(self.images.get(ref, 0) * 1.03))
             return self.done()
         if args[0] == "nsenter":
             flavour = args[1].rsplit("-", 1)[-1]
@@ -182,6 +200,11 @@ class FakeDaemon:
     def down(self, keep=None):
         pass
 
+    def restart(self, between=None):
+        self.world.restarts[self.flavour] = self.world.restarts.get(self.flavour, 0) + 1
+        if between:
+            between()
+
     def docker(self, *args, check=True, timeout=600):
         return self.world.docker(self, args)
 
@@ -237,6 +260,9 @@ class _Inline:
         return fut
 
 
+PROVENANCE = {"suite_sha256": "0" * 64, "series": "0123abcd", "commit": "f" * 40, "local_changes": False,
+              "upstream": {"version": "29.8.1", "commit": "464cd50c3d9e92877d56940ea160de6fca7bea23",
+                           "module": "github.com/moby/moby/v2", "module_version": "v2.0.0-beta.24"}}
 MACHINE = {"kernel": "6.18.0", "cpus": 2, "cpu": "Pretend CPU", "memory_gib": 7.8, "hostname": "pretend"}
 
 
@@ -254,7 +280,10 @@ def pretend(fail=()):
         mock.patch.object(hosts, "link_up", lambda *a, **kw: None),
         mock.patch.object(hosts, "link_down", lambda *a, **kw: None),
         mock.patch.object(hosts, "link_backend", lambda backend="auto": "tun" if backend == "auto" else backend),
-        mock.patch.object(hosts, "push_random_image", lambda repo, tag, layers, seed: f"{hosts.REGISTRY}/{repo}:{tag}"),
+        mock.patch.object(hosts, "push_random_image", world.push),
+        mock.patch.object(hosts, "served_bytes", world.served_bytes),
+        mock.patch.object(hosts, "link_rtt_ms", lambda flavour, count=5: 140.4),
+        mock.patch.object(results, "provenance", lambda path: dict(PROVENANCE)),
         mock.patch.object(hosts, "node_binary", lambda: "/usr/bin/node"),
         mock.patch.object(hosts, "pingpong_binary", lambda: "/opt/build/pingpong"),
         mock.patch("time.monotonic", world.monotonic),

@@ -23,7 +23,8 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 
 # suite -> the commands that fail on the pretend machine (fakehosts.World)
 FIXTURES = {
-    "pull": {("hyperfine", "patched", "docker pull -q 10.199.0.1:5000/ab-pull/two:v1", 2)},
+    "pull": {("hyperfine", "patched", "docker pull -q 10.199.0.1:5000/ab-pull/two:v1", 2),
+             ("warm", "stock", "docker pull -q 10.199.0.1:5000/ab-pull/small:v1", 3)},
     "checkpoint": {("checkpoint", "stock", "abcp-nginx", 1), ("restore", "patched", "abcp-16MiB", 0)},
     "checkpoint-freeze": {("runc", "runc", "id-abcp-app-floor", 1)},
     "overhead": {("wrk", "stock", "http://127.0.0.1:3000/cpu", 1), ("pingpong", "patched", "bridge", 0),

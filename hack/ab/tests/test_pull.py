@@ -33,6 +33,16 @@ class PullSuiteTest(SuiteErrors, unittest.TestCase):
         ck = GOOD.replace('kind = "pull"', 'kind = "checkpoint"').replace("repetitions = 2", "repetitions = 2\nwarmup = 1")
         self.assertIn("warmup: only pull suites", self.error(ck))
 
+    def test_arms(self):
+        self.assertEqual(load(GOOD).arms, ["learned"])
+        s = load(GOOD.replace("repetitions = 2", 'repetitions = 2\narms = ["learned", "fresh"]'))
+        self.assertEqual(s.arms, ["learned", "fresh"])
+        for bad in ('["fresh", "fresh"]', '["cold"]', "[]"):
+            msg = self.error(GOOD.replace("repetitions = 2", f"repetitions = 2\narms = {bad}"))
+            self.assertRegex(msg, r":5: arms: want one or both of learned, fresh")
+        ck = GOOD.replace('kind = "pull"', 'kind = "checkpoint"').replace("repetitions = 2", 'repetitions = 2\narms = ["fresh"]')
+        self.assertIn("arms: only pull suites", self.error(ck))
+
     def test_missing_section(self):
         text = GOOD[:GOOD.index("[[image]]")] + GOOD[GOOD.index("[flavor.stock]"):]
         self.assertIn("needs at least one [[image]]", self.error(text))
@@ -61,6 +71,44 @@ class PullReportTest(unittest.TestCase):
         self.assertIn("2.450, 2.500, 2.550".replace("2.450, 2.500, 2.550", "2.500, 2.450, 2.550"), md)
         # Table 1: best c=7, worst c=1, (4.1 - 2.5) / 2.5 = 64%, the seed's number beside it
         self.assertIn("| far | small | 2.500 s (c=7) | 4.100 s (c=1) | 64% | 189.91% |", md)
+
+
+class FirstContactTest(unittest.TestCase):
+    """A first-contact pull runs on a daemon restarted without what it learned
+    of registries, and the learned state is back for the next pull."""
+
+    def test_state_aside_and_back(self):
+        import os
+        import tempfile
+        from types import SimpleNamespace
+        from ab.kinds import pull
+        from ab.tests import fakehosts
+        with fakehosts.pretend() as world:
+            d = fakehosts.FakeDaemon(world, "patched")
+            state = os.path.join(d.vardir(), "data", pull.LEARNED_STATE)
+            os.makedirs(os.path.dirname(state))
+            with open(state, "w") as f:
+                f.write('{"10.199.0.1:5000": {"limit": 7}}')
+            tmp = tempfile.mkdtemp()
+            r = SimpleNamespace(tmp=tmp)
+            seen = []
+            t, err, _ = pull.first_contact(r, d, lambda: (seen.append(os.path.exists(state)), (1.0, None, 5))[1])
+            self.assertEqual((t, err, seen), (1.0, None, [False]))
+            with open(state) as f:
+                self.assertIn('"limit": 7', f.read())
+            self.assertEqual(world.restarts["patched"], 2)
+            # a pull that fails still puts the state back
+            with self.assertRaises(RuntimeError):
+                pull.first_contact(r, d, lambda: (_ for _ in ()).throw(RuntimeError("x")))
+            self.assertTrue(os.path.exists(state))
+            # what the first-contact pull learned is not kept
+            def learn():
+                with open(state, "w") as f:
+                    f.write("{}")
+                return 1.0, None, 5
+            pull.first_contact(r, d, learn)
+            with open(state) as f:
+                self.assertIn('"limit": 7', f.read())
 
 
 if __name__ == "__main__":
