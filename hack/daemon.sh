@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Start and stop one flavour of dockerd as an isolated test host.
 #
-#   hack/daemon.sh up <stock|patched> [--config FILE]   start; prints `export DOCKER_HOST=...`
+#   hack/daemon.sh up <stock|patched> [--config FILE] [--binary stock|patched]
+#                                                       start; prints `export DOCKER_HOST=...`;
+#                                                       --binary: run bin/dockerd-<binary> in
+#                                                       this host (an A/A run), its own by default
 #   hack/daemon.sh down <stock|patched> [--keep-data]   stop and remove what `up` created
 #   hack/daemon.sh reload <stock|patched> --config FILE  apply a new daemon.json (SIGHUP)
 #   hack/daemon.sh stop <stock|patched>                 stop dockerd and its containerd only:
@@ -40,6 +43,8 @@ paths() { # sets the per-flavour paths
 	POOL=10.$((210 + I)).0.0/16
 	CGROUP_PARENT=/moby-ab-$F
 	DOCKERD=$AB_ROOT/bin/dockerd-$F
+	# the binary `up --binary` chose, while the host is up
+	[ ! -f "$RUNDIR/dockerd" ] || DOCKERD=$(cat "$RUNDIR/dockerd")
 }
 
 running_pid() { # prints the pid of this flavour's dockerd if it runs
@@ -95,17 +100,26 @@ cmd_up() {
 	local user_config=
 	paths "$1"
 	shift
+	if pid=$(running_pid); then
+		die "$F is already running (pid $pid); 'hack/daemon.sh down $F' first"
+	fi
+	DOCKERD=$AB_ROOT/bin/dockerd-$F
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--config) user_config=${2:?--config needs a file}; shift 2 ;;
+		--binary)
+			case "${2:-}" in
+			stock | patched) DOCKERD=$AB_ROOT/bin/dockerd-$2 ;;
+			*) die "up: --binary: want stock or patched, got '${2:-}'" ;;
+			esac
+			shift 2
+			;;
 		*) die "up: unknown option '$1'" ;;
 		esac
 	done
 	[ -x "$DOCKERD" ] || die "$DOCKERD is missing: run 'make build'"
-	if pid=$(running_pid); then
-		die "$F is already running (pid $pid); 'hack/daemon.sh down $F' first"
-	fi
 	mkdir -p "$RUNDIR" "$VARDIR"
+	echo "$DOCKERD" >"$RUNDIR/dockerd"
 	write_config "$user_config"
 	setup_netns
 	: >"$LOG"

@@ -8,7 +8,8 @@ A suite file whose only key is `include = ["a", "b"]` runs those suites, each
 into a subdirectory of the results directory.
 
 run exits 0 when every sample succeeded, 1 when any failed (a measured
-sample, a warm-up or a checkpoint's restore) (after writing
+sample, a warm-up or a patched daemon's restore; stock's restores are
+measured, see report.failures) (after writing
 the report and naming each cell with failures), 130 when interrupted, 2 on
 an invalid suite or a host error.
 """

@@ -53,8 +53,12 @@ class Daemon:
             json.dump(config, f)
         return path
 
-    def up(self, config):
-        out = sh(os.path.join(HACK, "daemon.sh"), "up", self.flavour, "--config", self._write(config)).stdout
+    def up(self, config, binary=None):
+        """Start the test host's dockerd with config; binary: which of
+        bin/dockerd-* it runs (its flavour's by default)."""
+        args = ["--binary", binary] if binary and binary != self.flavour else []
+        out = sh(os.path.join(HACK, "daemon.sh"), "up", self.flavour, "--config", self._write(config),
+                 *args).stdout
         self.sock = out.strip().split("unix://", 1)[1]
         self.config = dict(config)
         self.version = self.docker("version", "--format", "{{.Server.Version}}").stdout.strip()

@@ -59,11 +59,11 @@ class Runner:
             hosts.build_images(*extra)
         hosts.registry_up()
         for f in self.s.flavours:
+            fl = self.s.flavours[f]
             d = hosts.Daemon(f)
-            first = self.s.flavours[f].variants()[0]
-            d.up(first)
+            d.up(fl.variants()[0], binary=fl.dockerd)
             self.daemons[f] = d
-            self.results.doc["daemons"][f] = {"version": d.version}
+            self.results.doc["daemons"][f] = {"version": d.version, "binary": f"dockerd-{fl.dockerd}"}
             d.load("busybox", "memholder", *extra)
         self.results.save()
 

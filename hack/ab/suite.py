@@ -26,6 +26,14 @@ class SuiteError(Exception):
 class Flavour:
     name: str
     daemon: dict  # key -> value or list (a scan)
+    # The dockerd its test host runs: bin/dockerd-<binary>, its own by
+    # default. binary = "stock" in [flavor.patched] makes an A/A run: both
+    # hosts run the same binary, and any difference is the harness's.
+    binary: str = None
+
+    @property
+    def dockerd(self):
+        return self.binary or self.name
 
     def variants(self):
         """Every daemon config of the scan: the cartesian product of lists."""
@@ -229,12 +237,16 @@ class Validator:
         for name, t in f.items():
             fw = ("flavor", name)
             self.typed(t, dict, fw, "a table")
-            self.keys(t, fw, ("daemon",), what=f"[flavor.{name}]")
+            self.keys(t, fw, ("daemon", "binary"), what=f"[flavor.{name}]")
+            binary = t.get("binary")
+            if binary is not None and binary not in FLAVOURS:
+                self.fail(fw + ("binary",), f"binary: want one of {', '.join(FLAVOURS)} (bin/dockerd-<binary>), "
+                          f"got {binary!r}")
             daemon = self.typed(t.get("daemon", {}), dict, fw + ("daemon",), "a table of daemon.json keys")
             for k, v in daemon.items():
                 if isinstance(v, list) and not v:
                     self.fail(fw + ("daemon",), f"daemon.{k}: an empty list scans nothing")
-            out[name] = Flavour(name, daemon)
+            out[name] = Flavour(name, daemon, binary)
         return out
 
 

@@ -190,8 +190,10 @@ class FakeDaemon:
     def env(self):
         return {"DOCKER_HOST": f"unix://{self.sock}"}
 
-    def up(self, config):
+    def up(self, config, binary=None):
         self.config = dict(config)
+        if binary and binary != self.flavour:
+            self.version = "29.8.1+ab.0123abcd" if binary == "patched" else "29.8.1"
 
     def apply(self, config):
         if config != self.config:

@@ -73,6 +73,21 @@ class PullReportTest(unittest.TestCase):
         self.assertIn("| far | small | 2.500 s (c=7) | 4.100 s (c=1) | 64% | 189.91% |", md)
 
 
+class ProvenanceTest(unittest.TestCase):
+    def test_aa_and_stale_binary(self):
+        prov = {"series": "abc", "upstream": {"version": "29.8.1"}, "commit": "f" * 40, "suite_sha256": "0" * 64}
+        doc = {"provenance": prov, "daemons": {"stock": {"version": "29.8.1", "binary": "dockerd-stock"},
+                                               "patched": {"version": "29.8.1", "binary": "dockerd-stock"}}}
+        lines = "\n".join(report.provenance_lines(doc))
+        self.assertIn("A/A run: both test hosts run dockerd-stock", lines)
+        self.assertNotIn("stale", lines)
+        doc["daemons"]["patched"] = {"version": "29.8.1+ab.old", "binary": "dockerd-patched"}
+        lines = "\n".join(report.provenance_lines(doc))
+        self.assertIn("its binary is stale", lines)
+        doc["daemons"]["patched"]["version"] = "29.8.1+ab.abc"
+        self.assertNotIn("warning", "\n".join(report.provenance_lines(doc)))
+
+
 class FirstContactTest(unittest.TestCase):
     """A first-contact pull runs on a daemon restarted without what it learned
     of registries, and the learned state is back for the next pull."""

@@ -63,6 +63,14 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
         self.assertIn("kind: 'pul' is not one of", self.error(GOOD.replace('kind = "pull"', 'kind = "pul"')))
         self.assertIn("unknown key 'nightly' in [flavor]", self.error(GOOD.replace("[flavor.patched]", "[flavor.nightly]")))
 
+    def test_binary(self):
+        s = load(GOOD)
+        self.assertEqual((s.flavours["stock"].dockerd, s.flavours["patched"].dockerd), ("stock", "patched"))
+        s = load(GOOD.replace("[flavor.patched]\n", '[flavor.patched]\nbinary = "stock"\n'))
+        self.assertEqual(s.flavours["patched"].dockerd, "stock")
+        self.assertRegex(self.error(GOOD.replace("[flavor.patched]\n", '[flavor.patched]\nbinary = "nightly"\n')),
+                         r":20: binary: want one of stock, patched")
+
     def test_repo_suites_are_valid(self):
         root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "hyperfine-suites")
         from ab.__main__ import expand
