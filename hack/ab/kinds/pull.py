@@ -164,6 +164,11 @@ def run(r):
                 counters = os.path.join(r.tmp, f"link-{f}.json")
                 hosts.link_down(f, stats_to=counters)
                 rec["measured"][f]["emulator"] = _read_json(counters)
+                # what the daemon had learned of the registry by the end of
+                # this link's pulls (it carries into the next link's)
+                learned = _read_json(os.path.join(r.daemons[f].vardir(), "data", LEARNED_STATE))
+                if learned is not None:
+                    rec.setdefault("learned", {})[f] = learned
             r.results.save()
 
 
