@@ -102,14 +102,18 @@ def prepare(r):
 def run(r):
     """Per repetition and scenario, each flavour in ABAB order: start the
     group's containers, checkpoint them at once, time each and the batch;
-    then the freeze seen from inside, the restore, and runc's floor."""
+    then the freeze seen from inside, the restore; runc's floor after."""
     s = r.s
     n = len(s.containers)
     per = {"alone": n, "together": 1, "incremental": n}
     prog = Progress(sum(per[x] for x in s.scenarios) * s.repetitions * len(r.daemons))
-    # runc's floor is measured in the patched daemon's test host (the
-    # stock one's when there is no patched flavour).
-    floor_host = "patched" if "patched" in r.daemons else next(iter(r.daemons))
+    # runc's floor is measured in each test host in turn (one per
+    # repetition, so it is not always beside the same daemon or after the
+    # same flavour), once that host's own checkpoints are cleaned up.
+    hosts_ = list(r.daemons)
+
+    def floor_host(rep):
+        return hosts_[rep % len(hosts_)]
     for rep in range(s.repetitions):
         for scen in s.scenarios:
             for f in r.flavour_order(rep):
@@ -144,18 +148,19 @@ def run(r):
                             bad = [e for _, e in res if e]
                             r.results.add(Cell(f, params=d.config, scenario=scen, container=BATCH),
                                           None if bad else batch, f"a checkpoint failed: {bad[0]}" if bad else None)
-                        if s.floor and scen == "alone" and f == floor_host:
-                            for c in group:
-                                ft, fr, ferr = floor(d, c, rep, s.leave_running)
-                                cell = Cell("runc", image=c.image or "ab/memholder", scenario=scen, container=c.name)
-                                extra = {"freeze_s": fr} if s.leave_running and c.memory else {}
-                                r.results.add(cell, ft, ferr, **extra)
                         label = "+".join(c.name for c in group)
                         prog.step(f"checkpoint {scen} {label} {f} rep {rep + 1}: "
                                   + ", ".join(f"{t:.2f}s" if t is not None else "FAILED" for t, _ in res)
                                   + (f" (batch {batch:.2f}s)" if scen == "together" else ""))
                     finally:
                         cleanup(d, names)
+                    # runc's floor, with nothing else running in the host
+                    if s.floor and scen == "alone" and f == floor_host(rep):
+                        for c in group:
+                            ft, fr, ferr = floor(d, c, rep, s.leave_running)
+                            cell = Cell("runc", image=c.image or "ab/memholder", scenario=scen, container=c.name)
+                            extra = {"freeze_s": fr} if s.leave_running and c.memory else {}
+                            r.results.add(cell, ft, ferr, floor_host=f, **extra)
 
 
 def start_container(d, c, name):
