@@ -76,7 +76,10 @@ def failures(doc):
     measures of it, not a failure of the run: stock cannot restore a
     checkpoint of a container with a network namespace of its own (the
     bug 0002 fixes), and the Restores section shows how many it restored
-    and why not."""
+    and why not. A kind may say otherwise (kinds.<kind>.failures)."""
+    k = kinds.get(doc["kind"])
+    if hasattr(k, "failures"):
+        return k.failures(doc)
     out = []
     for e in doc["results"]:
         what = [(failed(e), "failed sample(s)"),

@@ -22,6 +22,8 @@ for these by name; a kind's module has:
                after_samples(doc)  (if it has one) Markdown lines after every sample
                summary_table(doc), write(outdir, doc)  instead of the above, a report of
                              another shape (zns)
+               failures(doc) (if it has one) the cells whose failures fail the run, instead
+                             of report.failures' rule (zns: none)
 
 Modules are imported when first asked for: they build on the core modules,
 which ask for them."""

@@ -211,6 +211,12 @@ class ExitStatusTest(unittest.TestCase):
         self.assertIn(("patched", "alone: 16MiB", "checkpoint-max-concurrent=2, checkpoint-queue-order=smallest-first",
                        [(1, "failed restore(s)")]), got)
 
+    def test_failed_creates_of_a_replay_are_results(self):
+        with open(os.path.join(GOLDEN, "zns-scan.results.json")) as f:
+            doc = json.load(f)
+        self.assertTrue([e for e in doc["results"] if e.get("errors")], "the fixture has no failed create")
+        self.assertEqual(report.failures(doc), [])
+
     def test_clean_run_succeeds(self):
         rc, printed, _ = self.run_main(set())
         self.assertEqual(rc, 0)
