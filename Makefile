@@ -45,7 +45,7 @@ build-patched:
 images:
 	hack/images.sh build
 
-# Debian packages for test nodes into build/deb (hack/deb.sh; README, "Install
+# Debian packages for test nodes into build/deb (hack/deb.sh; docs/test-nodes.md, "Install
 # on test nodes"): moby-ab-dockerd patched and stock, moby-ab-runtime; lintian
 # must report no errors.
 .PHONY: deb
