@@ -31,6 +31,9 @@ teardown() {
 	"$AB_ROOT/hack/daemon.sh" down patched >/dev/null 2>&1 || true
 }
 
+# The feature is opt-in: an adaptive default entry turns it on.
+ADAPTIVE='{"registry-download-concurrency": {"default": {"mode": "adaptive"}}}'
+
 up_patched() { # [extra config json]
 	local cfg=$BATS_TEST_TMPDIR/daemon.json
 	jq -n --argjson extra "${1:-{\}}" --arg m "$METRICS" '{"debug": true, "metrics-addr": $m} + $extra' >"$cfg"
@@ -74,8 +77,25 @@ cold_pull() { # ref
 	assert_output --partial 'invalid registry-download-concurrency["default"]: limit must be between 1 and 64, got 0'
 }
 
-@test "pull: the patched daemon measures the link, and remembers it across a restart" {
+@test "pull: without a per-registry entry the patched daemon limits downloads as stock, also after a reload" {
 	up_patched
+	run grep -c 'Layer downloads: at most 3 at once (max-concurrent-downloads), all registries together' /var/lib/moby-ab/patched/dockerd.log
+	assert_output 1
+	cold_pull "$REF"
+	[ ! -e /var/lib/moby-ab/patched/data/registry-download-concurrency.json ]
+	run metric registry_download_limit 10.199.0.1:5000
+	assert_output ""
+	jq -n --arg m "$METRICS" '{"debug": true, "metrics-addr": $m}' >"$BATS_TEST_TMPDIR/same.json"
+	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/same.json"
+	assert_success
+	run grep -c 'Layer downloads: at most 3 at once (max-concurrent-downloads), all registries together' /var/lib/moby-ab/patched/dockerd.log
+	assert_output 2
+	run grep -c 'Layer downloads: per registry' /var/lib/moby-ab/patched/dockerd.log
+	assert_output 0
+}
+
+@test "pull: the patched daemon measures the link, and remembers it across a restart" {
+	up_patched "$ADAPTIVE"
 	"$AB_ROOT/hack/link.sh" up patched --rtt 100ms --rate 100mbit >/dev/null
 	cold_pull "$REF"
 	# what it learned is in data-root, readable, with the link's round trip
@@ -94,7 +114,7 @@ cold_pull() { # ref
 
 	# restart, keeping data-root: the next pull starts from what was learned
 	"$AB_ROOT/hack/daemon.sh" down patched --keep-data >/dev/null
-	up_patched '{}'
+	up_patched "$ADAPTIVE"
 	"$AB_ROOT/hack/link.sh" up patched --rtt 100ms --rate 100mbit >/dev/null
 	cold_pull "$REF"
 	run grep -c 'msg="Registry download concurrency" config="adaptive 1-10" learned=true' /var/lib/moby-ab/patched/dockerd.log
@@ -102,7 +122,7 @@ cold_pull() { # ref
 }
 
 @test "pull: per-registry limits reload; a bad reload is refused and the old limit stays" {
-	up_patched
+	up_patched "$ADAPTIVE"
 	cold_pull "$REF"
 	jq -n --arg m "$METRICS" '{"debug": true, "metrics-addr": $m,
 		"registry-download-concurrency": {"10.199.0.1:5000": {"mode": "fixed", "limit": 2}}}' >"$BATS_TEST_TMPDIR/good.json"
@@ -126,7 +146,7 @@ cold_pull() { # ref
 }
 
 @test "pull: a registry that answers 503 and 429, resets and stalls: the pull retries, the limit backs off, no corrupt blob" {
-	up_patched
+	up_patched "$ADAPTIVE"
 	start_faultreg 503,429,reset,stall,503,reset
 	local ref=10.199.0.1:5001/ab/pull-small:v1
 	# The containerd store retries 503, 429 and a reset while fetching
