@@ -3,6 +3,9 @@
   python3 -m ab run SUITE [--results DIR]   run a suite (a file, or a name in hyperfine-suites/)
   python3 -m ab validate SUITE...           check suite files without running anything
   python3 -m ab report DIR                  rebuild report.md and plots from DIR/results.json
+  python3 -m ab report --nodes DIR... --out OUT
+                                            one report over several nodes' results of a suite
+                                            (each node's ratios and a pooled one; ab/nodes.py)
 
 A suite file whose only key is `include = ["a", "b"]` runs those suites, each
 into a subdirectory of the results directory.
@@ -49,14 +52,29 @@ def main(argv=None):
     v = sub.add_parser("validate")
     v.add_argument("suites", nargs="+")
     rp = sub.add_parser("report")
-    rp.add_argument("dir")
+    rp.add_argument("dir", nargs="?")
+    rp.add_argument("--nodes", nargs="+", metavar="DIR", help="several nodes' results directories")
+    rp.add_argument("--out", help="with --nodes: where the report goes")
     a = p.parse_args(argv)
+    if a.cmd == "report" and bool(a.dir) == bool(a.nodes):
+        p.error("report: give either DIR or --nodes DIR... --out OUT")
+    if a.cmd == "report" and a.nodes and (not a.out or len(a.nodes) < 2):
+        p.error("report --nodes: give two or more nodes' directories and --out")
     try:
         if a.cmd == "validate":
             for name in a.suites:
                 for path in expand(name):
                     s = suite.load(path)
                     print(f"{path}: ok ({s.kind}, {s.repetitions} repetitions)")
+            return 0
+        if a.cmd == "report" and a.nodes:
+            from . import nodes
+            try:
+                nodes.write(nodes.load_nodes(a.nodes), a.out)
+            except (OSError, ValueError) as e:
+                raise suite.SuiteError(str(e)) from None
+            with open(os.path.join(a.out, "report.md")) as f:
+                print(f.read())
             return 0
         if a.cmd == "report":
             doc = report.write(a.dir)
