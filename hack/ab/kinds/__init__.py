@@ -29,7 +29,7 @@ Modules are imported when first asked for: they build on the core modules,
 which ask for them."""
 import importlib
 
-NAMES = ("pull", "checkpoint", "overhead", "cpuquota", "zns")
+NAMES = ("pull", "checkpoint", "overhead", "cpuquota", "zns", "neighbour")
 
 
 def get(name):

@@ -1,0 +1,251 @@
+"""kind = "neighbour": what a checkpoint costs a neighbour on the disk.
+
+A neighbour process (hack/ab/neighbour_io.py: a database's 4 KiB commits,
+each followed by fdatasync, alternating with 4 KiB O_DIRECT reads at random
+offsets) runs on the data-root's disk from `lead` before a memory holder of
+`size` is checkpointed with --leave-running to the checkpoint's end, while
+the disk's write counters are sampled (hack/diskstats.py). Each repetition
+first runs the neighbour alone for `idle` (flavour "idle"), then every
+variant in ABAB order. A daemon option given as a list is a scan: patched
+at several checkpoint-write-bandwidth settings in one run.
+
+A cell is one variant: scenario "neighbour", container the holder's size.
+Its times are the checkpoint's; what the summary compares is the
+neighbour's p99 commit latency during it (p99_ms, lower is better), per
+repetition against stock's; the sections put every variant against the
+neighbour alone, and plot the disk's write rate over time."""
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from .. import hosts, stats, suite, units
+from ..measure import Progress, interleave
+from ..report import fmt_ratio, label
+from ..results import Cell
+from .checkpoint import Container, cleanup, start_container
+
+KEYS = ("neighbour",)
+KEY_FIELDS = ()
+SWITCHES = ()
+SCANS = True
+REPETITIONS = 3
+DISKSTATS = os.path.join(hosts.HACK, "diskstats.py")
+NEIGHBOUR = os.path.join(hosts.HACK, "ab", "neighbour_io.py")
+
+
+@dataclass
+class Neighbour:
+    size: int = 384 << 20  # the memory holder checkpointed
+    lead: float = 2.0  # seconds the neighbour runs before the checkpoint
+    idle: float = 5.0  # seconds it runs alone, each repetition
+
+
+@dataclass
+class Suite(suite.Suite):
+    neighbour: Neighbour = None
+
+
+def validate(v, d, s):
+    t = v.typed(d.get("neighbour", {}), dict, ("neighbour",), "a [neighbour] table")
+    w = ("neighbour",)
+    v.keys(t, w, ("size", "lead", "idle"), (), "[neighbour]")
+    n = Neighbour()
+    if "size" in t:
+        n.size = units.size(v.unit(units.size, t["size"], w + ("size",)))
+        if n.size < 1 << 20:
+            v.fail(w + ("size",), "size: want at least 1MiB")
+    n.lead = v.seconds(t, w, "lead", n.lead, 0.5)
+    n.idle = v.seconds(t, w, "idle", n.idle, 1.0)
+    s.neighbour = n
+
+
+def refuse(v, d, kind):
+    if "neighbour" in d:
+        v.fail(("neighbour",), f"[neighbour] belongs to neighbour suites, not {kind}")
+
+
+# --- the run ----------------------------------------------------------------
+
+class Sampler:
+    """The disk's write counters, sampled into a file until stopped."""
+
+    def __init__(self, dev, path):
+        self.path = path
+        self.p = subprocess.Popen([sys.executable, DISKSTATS, "sample", dev, path])
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait(timeout=10)
+        sys.path.insert(0, hosts.HACK)
+        try:
+            import diskstats
+            return diskstats.read(self.path)
+        finally:
+            sys.path.pop(0)
+
+
+def neighbour_run(workdir, out, seconds=None, during=None):
+    """Run the neighbour: for seconds, or around during() (lead first).
+    Returns (its results, what during returned, when during started and
+    ended) or raises HostError."""
+    p = subprocess.Popen([sys.executable, NEIGHBOUR, workdir, out], stdout=subprocess.PIPE, text=True)
+    try:
+        if p.stdout.readline().strip() != "ready":
+            raise hosts.HostError("the neighbour did not start")
+        res, c0, c1 = None, None, None
+        if during is None:
+            time.sleep(seconds)
+        else:
+            time.sleep(during[0])
+            c0 = time.time()
+            res = during[1]()
+            c1 = time.time()
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+    with open(out) as f:
+        return json.load(f), res, c0, c1
+
+
+def run(r):
+    s, n = r.s, r.s.neighbour
+    variants = [(f, p) for f in s.flavours for p in s.flavours[f].variants()]
+    prog = Progress(s.repetitions * (len(variants) + 1))
+    sys.path.insert(0, hosts.HACK)
+    try:
+        import diskstats
+        dev = diskstats.disk(hosts.AB_VAR)
+    finally:
+        sys.path.pop(0)
+    r.results.doc["disk"] = dev
+    work = os.path.join(hosts.AB_VAR, "neighbour")
+    os.makedirs(work, exist_ok=True)
+    holder = Container(name=f"{n.size >> 20}MiB", memory=n.size)
+    try:
+        for rep in range(s.repetitions):
+            out = os.path.join(r.tmp, "neighbour.json")
+            nb, _, _, _ = neighbour_run(work, out, seconds=n.idle)
+            r.results.add(Cell("idle", scenario="neighbour", container="idle"), nb["runtime_s"], None, rep=rep,
+                          **fields(nb, None))
+            prog.step(f"neighbour idle rep {rep + 1}: commit p99 {nb['commit']['p99_ms']:.2f} ms")
+            for f, params in interleave(variants, rep):
+                d = r.daemons[f]
+                d.apply(params)
+                cell = Cell(f, image="ab/memholder", params=params, scenario="neighbour", container=holder.name)
+                name = f"abnb-{holder.name}"
+                try:
+                    start_container(d, holder, name)
+                    hosts.sh("sync")
+                    sampler = Sampler(dev, os.path.join(r.tmp, "disk.txt"))
+                    try:
+                        nb, (t, err), c0, c1 = neighbour_run(
+                            work, out, during=(n.lead, lambda: checkpoint(d, name, f"cp{rep}")))
+                    finally:
+                        rows = sampler.stop()
+                    extra = fields(nb, rows, c0, c1, series=rep == 0)
+                except hosts.HostError as e:
+                    t, err, extra = None, str(e)[:300], fields(None, None)
+                finally:
+                    cleanup(d, [name])
+                r.results.add(cell, t, err, rep=rep, **extra)
+                prog.step(f"neighbour {f} {label(params)} rep {rep + 1}: "
+                          + (f"checkpoint {t:.2f}s, commit p99 {extra['p99_ms']:.2f} ms" if t is not None
+                             else f"FAILED {err}"))
+    finally:
+        hosts.sh("rm", "-rf", work, check=False)
+
+
+def checkpoint(d, name, cp):
+    t0 = time.monotonic()
+    p = d.docker("checkpoint", "create", "--leave-running", name, cp, check=False)
+    t = time.monotonic() - t0
+    if p.returncode != 0:
+        return None, (p.stderr.strip().splitlines() or ["failed"])[-1][:300]
+    return t, None
+
+
+def fields(nb, rows, c0=None, c1=None, series=False):
+    """The values kept per sample: the neighbour's commit and read latencies,
+    its commits per second, the disk's worst one-second write rate during
+    the checkpoint, and (series) the disk's write rate over time."""
+    c, rd = (nb or {}).get("commit") or {}, (nb or {}).get("read") or {}
+    out = {"p50_ms": c.get("p50_ms"), "p99_ms": c.get("p99_ms"), "max_ms": c.get("max_ms"),
+           "commits_per_s": round(c["n"] / nb["runtime_s"], 1) if c.get("n") and nb.get("runtime_s") else None,
+           "read_p99_ms": rd.get("p99_ms"), "disk_worst_1s_bytes_per_s": None, "disk_series": None}
+    if rows and c0 is not None:
+        sys.path.insert(0, hosts.HACK)
+        try:
+            import diskstats
+            # at least the second from the checkpoint's start: a shorter
+            # checkpoint's writes are in it
+            out["disk_worst_1s_bytes_per_s"] = round(diskstats.worst_window(rows, c0, max(c1, c0 + 1.0)))
+        finally:
+            sys.path.pop(0)
+        if series:
+            out["disk_series"] = [[round(t1 - c0, 2), round((w1 - w0) * 512 / (t1 - t0) / 2**20, 1)]
+                                  for (t0, w0), (t1, w1) in zip(rows, rows[1:]) if t1 > t0]
+    return out
+
+
+# --- the report -------------------------------------------------------------
+
+def cell_name(e):
+    if e["flavor"] == "idle":
+        return "neighbour alone"
+    return f"{e['container']} holder" + (f", {label(e['params'])}" if e.get("params") else "")
+
+
+def values(e):
+    return [x for x in e.get("p99_ms", []) if x is not None], "ms", True
+
+
+def _by_rep(e, k):
+    vals = e.get(k) or []
+    return {rep: v for rep, v in enumerate(vals) if v is not None}
+
+
+def sections(doc):
+    idle = next((e for e in doc["results"] if e["flavor"] == "idle"), None)
+    lines = ["## The neighbour during each checkpoint, against the neighbour alone", "",
+             f"Disk {doc.get('disk', '?')}. Medians of the repetitions; commit latency is a 4 KiB write and its "
+             "fdatasync, read latency a 4 KiB O_DIRECT read; / alone is the p99 against the neighbour alone in "
+             "the same repetition (paired, uncorrected p, no verdict); disk: its worst one-second write rate "
+             "from the checkpoint's start to its end (at least one second).", "",
+             "| variant | checkpoint s | commit p50 / p99 / longest (ms) | p99 / alone [95% CI] | read p99 (ms) | "
+             "commits/s | disk MiB/s |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    med = lambda xs: (stats.summary([x for x in xs if x is not None]) or {}).get("median")
+    f2 = lambda x, fmt="{:.2f}": "-" if x is None else fmt.format(x)
+    for e in doc["results"]:
+        vs = fmt_ratio(stats.paired(_by_rep(e, "p99_ms"), _by_rep(idle, "p99_ms")), True).replace(" uncorrected", "") \
+            if idle and e is not idle else "1"
+        dw = med(e.get("disk_worst_1s_bytes_per_s") or [])
+        lines.append(f"| {cell_name(e) if e['flavor'] == 'idle' else e['flavor'] + ': ' + cell_name(e)} | "
+                     f"{f2(med(e['times_s']), '{:.3f}') if e['flavor'] != 'idle' else '-'} | "
+                     f"{f2(med(e.get('p50_ms') or []))} / {f2(med(e.get('p99_ms') or []))} / "
+                     f"{f2(med(e.get('max_ms') or []), '{:.1f}')} | {vs} | {f2(med(e.get('read_p99_ms') or []))} | "
+                     f"{f2(med(e.get('commits_per_s') or []), '{:.0f}')} | "
+                     f"{'-' if dw is None else f'{dw / 2**20:.0f}'} |")
+    return ["\n".join(lines) + "\n"]
+
+
+def plots(doc, outdir, plt):
+    """neighbour-disk.png: the disk's write rate over the first repetition's
+    checkpoint (0 s: its start), per variant."""
+    es = [e for e in doc["results"] if e["flavor"] != "idle" and any(e.get("disk_series") or [])]
+    if not es:
+        return []
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for e in es:
+        ser = next(x for x in e["disk_series"] if x)
+        ax.plot([p[0] for p in ser], [p[1] for p in ser], label=f"{e['flavor']}: {cell_name(e)}", linewidth=1)
+    ax.set_xlabel("seconds from the checkpoint's start")
+    ax.set_ylabel("disk write MiB/s")
+    ax.set_title(f"{doc['suite']}: the disk during the checkpoint")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "neighbour-disk.png"), dpi=120)
+    return ["neighbour-disk.png"]

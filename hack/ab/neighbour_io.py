@@ -1,0 +1,62 @@
+"""A neighbour on the disk: a database's commits and point reads.
+
+    python3 neighbour_io.py DIR OUT
+
+Alternates a commit (a 4 KiB pwrite, then fdatasync) and a 4 KiB read at a
+random offset of a 64 MiB file with O_DIRECT (so that it reaches the disk,
+not the page cache), in files under DIR, until SIGTERM; then writes their
+latencies' percentiles as JSON to OUT. Prints "ready" once its files exist."""
+import json
+import mmap
+import os
+import random
+import signal
+import sys
+import time
+
+READ_FILE = 64 << 20
+BLOCK = 4096
+
+
+def main(d, out):
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    rpath, wpath = os.path.join(d, "reads"), os.path.join(d, "commits")
+    if not os.path.exists(rpath) or os.path.getsize(rpath) != READ_FILE:
+        with open(rpath, "wb") as f:
+            for _ in range(READ_FILE // (1 << 20)):
+                f.write(os.urandom(1 << 20))
+            f.flush()
+            os.fsync(f.fileno())
+    rfd = os.open(rpath, os.O_RDONLY | os.O_DIRECT)
+    wfd = os.open(wpath, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    buf = mmap.mmap(-1, BLOCK)  # page-aligned, as O_DIRECT wants
+    block = os.urandom(BLOCK)
+    rng = random.Random(1)
+    commits, reads, off = [], [], 0
+    print("ready", flush=True)
+    start = time.monotonic()
+    while not stop:
+        t = time.monotonic()
+        os.pwrite(wfd, block, off)
+        os.fdatasync(wfd)
+        t1 = time.monotonic()
+        commits.append(t1 - t)
+        off = (off + BLOCK) % (64 << 20)
+        os.preadv(rfd, [buf], rng.randrange(READ_FILE // BLOCK) * BLOCK)
+        reads.append(time.monotonic() - t1)
+    runtime = time.monotonic() - start
+    os.close(rfd)
+    os.close(wfd)
+
+    def pct(xs):
+        xs = sorted(xs)
+        q = lambda p: round(xs[min(len(xs) - 1, int(p * len(xs)))] * 1e3, 4) if xs else None
+        return {"n": len(xs), "p50_ms": q(0.5), "p99_ms": q(0.99), "p999_ms": q(0.999),
+                "max_ms": round(xs[-1] * 1e3, 4) if xs else None}
+    with open(out, "w") as f:
+        json.dump({"runtime_s": round(runtime, 3), "commit": pct(commits), "read": pct(reads)}, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,76 @@
+"""kind = "neighbour": its suite files and its report."""
+import unittest
+
+from ab import report
+from ab.tests.docs import render
+from ab.tests.test_suite import SuiteErrors, load
+
+GOOD = """
+name = "t"
+kind = "neighbour"
+repetitions = 2
+
+[neighbour]
+size = "64MiB"
+lead = "1s"
+
+[flavor.stock]
+daemon = {}
+
+[flavor.patched]
+daemon = { "checkpoint-write-bandwidth" = ["0", "auto"] }
+"""
+
+
+class NeighbourSuiteTest(SuiteErrors, unittest.TestCase):
+    def test_good_suite(self):
+        s = load(GOOD)
+        self.assertEqual((s.neighbour.size, s.neighbour.lead, s.neighbour.idle), (64 << 20, 1.0, 5.0))
+        self.assertEqual(s.flavours["patched"].variants(), [{"checkpoint-write-bandwidth": "0"},
+                                                            {"checkpoint-write-bandwidth": "auto"}])
+
+    def test_bad_keys(self):
+        self.assertEditsRefused(GOOD, [
+            ('size = "64MiB"', 'size = "64 MiB"', r":7: size: bad size"),
+            ('size = "64MiB"', 'size = "512KiB"', r"size: want at least 1MiB"),
+            ('lead = "1s"', 'lead = "100ms"', r"lead: want at least 0.5s"),
+            ('lead = "1s"', 'leed = "1s"', r"unknown key 'leed' in \[neighbour\]"),
+        ])
+        pull = GOOD.replace('kind = "neighbour"', 'kind = "checkpoint"')
+        self.assertIn("[neighbour] belongs to neighbour suites", self.error(pull))
+
+
+class NeighbourReportTest(unittest.TestCase):
+    def test_report(self):
+        base = {"profile": None, "image": "ab/memholder", "scenario": "neighbour", "container": "64MiB",
+                "failed": 0, "errors": []}
+        series = [[0.0, 10.0], [0.1, 300.0], [0.2, 290.0]]
+
+        def entry(flavor, params, p99, ck):
+            return dict(base, flavor=flavor, params=params, times_s=ck, reps=list(range(len(ck))),
+                        p50_ms=[0.1] * len(ck), p99_ms=p99, max_ms=[5.0] * len(ck), read_p99_ms=[0.3] * len(ck),
+                        commits_per_s=[5000.0] * len(ck), disk_worst_1s_bytes_per_s=[300 << 20] * len(ck),
+                        disk_series=[series] + [None] * (len(ck) - 1))
+        doc = {"suite": "t", "kind": "neighbour", "repetitions": 6, "started": "x", "finished": "y", "disk": "vda",
+               "machine": {"cpu": "c", "cpus": 2, "memory_gib": 1, "kernel": "k"},
+               "daemons": {"stock": {"version": "29.8.1"}, "patched": {"version": "29.8.1+ab.x"}},
+               "results": [dict(base, flavor="idle", params=None, container="idle", times_s=[5.0] * 6,
+                                reps=list(range(6)), p50_ms=[0.1] * 6, p99_ms=[0.2] * 6, max_ms=[1.0] * 6,
+                                read_p99_ms=[0.3] * 6, commits_per_s=[8000.0] * 6,
+                                disk_worst_1s_bytes_per_s=[None] * 6, disk_series=[None] * 6),
+                           entry("stock", {}, [2.0, 2.1, 1.9, 2.2, 2.0, 2.1], [8.0] * 6),
+                           entry("patched", {"checkpoint-write-bandwidth": "auto"},
+                                 [0.5, 0.52, 0.48, 0.5, 0.51, 0.49], [1.0] * 6)]}
+        md, files = render(doc)
+        rows = report.comparisons(doc)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["unit"], "ms")
+        self.assertAlmostEqual(rows[0]["vs_default"]["ratio"], 0.5 / 2.05, places=1)
+        self.assertIn("| 64MiB holder, checkpoint-write-bandwidth=auto | 6 |", md)
+        self.assertIn("| patched: 64MiB holder, checkpoint-write-bandwidth=auto | 1.000 | 0.10 / 0.50 / 5.0 |", md)
+        self.assertIn("| neighbour alone |", md)
+        self.assertTrue(files.get("neighbour-disk.png", 0) > 1000)
+
+
+if __name__ == "__main__":
+    unittest.main()
