@@ -181,8 +181,11 @@ def write(nodes, outdir):
         per = []
         for nd in names:
             c = r["nodes"].get(nd)
-            per.append("-" if not c else report.fmt_ratio(dict(c), r["lower_is_better"]).replace(" uncorrected", "")
-                       + f" (n={c['n']})")
+            if not c:
+                per.append("-")
+                continue
+            t = report.fmt_ratio(dict(c), r["lower_is_better"]).replace(" uncorrected", "")
+            per.append(t if f"(n={c['n']})" in t else t + f" (n={c['n']})")
         p = r["pooled"] or {}
         md.append(f"| {r['suite']} | {r['cell']} | " + " | ".join(per) + " | "
                   + (f"{p['ratio']:.2f} (n={p['n']}, {p['nodes']} nodes)" if p else "-") + " | "
