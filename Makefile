@@ -20,9 +20,9 @@ GO_TEST_PKGS ?= $(shell hack/test-unit.sh --list 2>/dev/null)
 help:
 	@sed -n 's/^#   //p' Makefile
 	@echo
-	@echo 'Other targets: deps build build-stock build-patched images deb patches-apply'
+	@echo 'Other targets: deps build build-stock build-patched images deb bundle patches-apply'
 	@echo '  patches-export patches-check rebase rebase-continue rebase-adopt upstream-drift'
-	@echo '  test-unit test-zns test-bats test-deb test-harness test-integration clean'
+	@echo '  test-unit test-zns test-bats test-deb test-nodes test-harness test-integration clean'
 
 # make ab [SUITE=name-or-path] [RESULTS=dir]: run an A/B suite (hyperfine-suites/)
 .PHONY: ab
@@ -52,6 +52,12 @@ images:
 deb: build
 	hack/deb.sh --lintian
 
+# The A/B harness with both daemons and their runtime in one tarball for test
+# nodes (hack/bundle.sh; hack/ansible/ab.yml runs it there): build/bundle.
+.PHONY: bundle
+bundle: build images
+	hack/bundle.sh
+
 # make rebase UPSTREAM=<module version>: move the series to another upstream
 # release (hack/rebase.sh); then rebase-continue after each conflict, rebase-adopt.
 .PHONY: rebase rebase-continue rebase-adopt upstream-drift
@@ -72,7 +78,7 @@ patches-export:
 patches-check:
 	hack/patches.sh check
 
-.PHONY: test test-unit test-bats test-deb test-harness test-integration test-zns
+.PHONY: test test-unit test-bats test-deb test-nodes test-harness test-integration test-zns
 test: test-unit test-harness test-zns test-bats test-integration
 test-unit:
 	hack/test-unit.sh
@@ -89,6 +95,11 @@ test-bats: build
 test-deb: build
 	hack/images.sh build
 	$(BATS) --timing bats/deb.bats
+# Two test nodes reached over ssh: the rollout, a rollback and an A/B report
+# across both (bats/nodes.bats, also part of test-bats).
+test-nodes: build
+	hack/images.sh build
+	$(BATS) --timing bats/nodes.bats
 
 test-integration: build images
 	cd integration && go test -count=1 -v ./...

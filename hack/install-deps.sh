@@ -6,6 +6,9 @@
 # over a system Docker or containerd.
 #
 # usage: hack/install-deps.sh [--check]
+#        hack/install-deps.sh --print-run-packages
+#            the Debian packages that running the suites needs (not building):
+#            what a machine given hack/bundle.sh's harness installs
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -45,10 +48,23 @@ APT_PACKAGES=(
 	# Debian packages for test nodes (make deb) and their test in a debootstrap
 	# root: dpkg-shlibdeps, lintian, systemd-analyze and systemd-socket-activate
 	dpkg-dev lintian systemd
+	# the fleet playbooks (hack/ansible) and their test nodes (hack/nodes.sh)
+	ansible-core openssh-client
+)
+
+# What running the suites needs, of APT_PACKAGES.
+RUN_PACKAGES=(
+	iproute2 nftables iptables kmod util-linux bsdextrautils procps psmisc jq curl make
+	busybox-static tini docker-registry hyperfine wrk fio nodejs
+	python3 python3-matplotlib python3-numpy
 )
 
 CHECK=0
 [ "${1:-}" = --check ] && CHECK=1
+if [ "${1:-}" = --print-run-packages ]; then
+	echo "${RUN_PACKAGES[*]}"
+	exit 0
+fi
 missing=0
 
 step() { printf '==> %-28s %s\n' "$1" "$2" >&2; }

@@ -24,7 +24,12 @@ for f in "$AB_ROOT"/hack/*.sh "$AB_ROOT"/.ci/run; do
 	check "bash -n ${f#"$AB_ROOT"/}" bash -n "$f"
 done
 if command -v shellcheck >/dev/null; then
-	check "shellcheck hack/" shellcheck -x -S warning "$AB_ROOT"/hack/*.sh "$AB_ROOT"/.ci/run
+	check "shellcheck hack/" shellcheck -x -S warning "$AB_ROOT"/hack/*.sh "$AB_ROOT"/hack/nodes/unit-run "$AB_ROOT"/.ci/run
+fi
+if command -v ansible-playbook >/dev/null; then
+	for f in "$AB_ROOT"/hack/ansible/*.yml; do
+		check "ansible-playbook --syntax-check ${f#"$AB_ROOT"/}" ansible-playbook --syntax-check -i localhost, "$f"
+	done
 fi
 check "patch queue: applies, exports byte-identical, each patch builds" "$AB_ROOT/hack/patches.sh" check
 # A patch without the Upstream:/Drop-when: trailers is refused.

@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import re
+import shutil
 from dataclasses import dataclass, field
 
 from . import hosts
@@ -123,10 +124,22 @@ def provenance(suite_path):
     except OSError:
         pass
     out["upstream"] = pin
-    g = hosts.sh("git", "-C", hosts.ROOT, "rev-parse", "HEAD", check=False)
-    d = hosts.sh("git", "-C", hosts.ROOT, "status", "--porcelain", "--untracked-files=no", check=False)
-    out["commit"] = g.stdout.strip() if g.returncode == 0 else None
-    out["local_changes"] = bool(d.stdout.strip()) if d.returncode == 0 else None
+    out["commit"] = out["local_changes"] = None
+    if shutil.which("git"):
+        g = hosts.sh("git", "-C", hosts.ROOT, "rev-parse", "HEAD", check=False)
+        d = hosts.sh("git", "-C", hosts.ROOT, "status", "--porcelain", "--untracked-files=no", check=False)
+        out["commit"] = g.stdout.strip() if g.returncode == 0 else None
+        out["local_changes"] = bool(d.stdout.strip()) if d.returncode == 0 else None
+    if out["commit"] is None or out["series"] is None:
+        # a tree without git or patched tree: hack/bundle.sh's record of where it came from
+        try:
+            with open(os.path.join(hosts.ROOT, ".bundle")) as f:
+                b = json.load(f)
+        except (OSError, ValueError):
+            b = {}
+        for k in ("series", "commit", "local_changes"):
+            if out[k] is None:
+                out[k] = b.get(k)
     return out
 
 

@@ -1,0 +1,156 @@
+#!/usr/bin/env bats
+# Test nodes end to end ("Install on test nodes" in docs/test-nodes.md): two
+# nodes made by hack/nodes.sh (Debian 12 roots with sshd, each in network,
+# mount, UTS and PID namespaces of its own, reached over ssh at 10.205.<i>.2),
+# driven by Ansible as real nodes are. The rollout playbook installs the
+# packages on both and checks them; a build that fails its check is rolled
+# back on the first node and never reaches the second; the A/B playbook runs
+# a small suite on both and writes one report; a node goes back to stock. The tests run in order, each
+# from where the one before left the nodes; every node goes at the end.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	[ "$(id -u)" = 0 ] || {
+		echo "bats/nodes.bats needs root" >&2
+		return 1
+	}
+	command -v ansible-playbook >/dev/null || {
+		echo "ansible-playbook is missing (hack/install-deps.sh installs ansible-core)" >&2
+		return 1
+	}
+	WORK=$(mktemp -d /var/tmp/moby-ab-nodes-test.XXXXXX)
+	echo "$WORK" >"$BATS_FILE_TMPDIR/work"
+	export WORK
+	DEB_XZ_LEVEL=0 "$AB_ROOT/hack/deb.sh" --out "$WORK/debs" >/dev/null
+	# A build that cannot start: the patched package, its dockerd replaced, one revision up.
+	dpkg-deb -R "$(ls "$WORK"/debs/moby-ab-dockerd_*+ab.*-1_amd64.deb)" "$WORK/broken"
+	printf '#!/bin/sh\necho "this build cannot start" >&2\nexit 1\n' >"$WORK/broken/usr/lib/moby-ab/bin/dockerd"
+	sed -i 's/^\(Version: .*\)-1$/\1-3/' "$WORK/broken/DEBIAN/control"
+	mkdir "$WORK/broken-deb"
+	dpkg-deb -Zgzip -b "$WORK/broken" "$WORK/broken-deb/" >/dev/null
+	"$AB_ROOT/hack/bundle.sh" --out "$WORK/bundle" >/dev/null
+	"$AB_ROOT/hack/nodes.sh" up "$WORK/nodes" 2
+}
+
+teardown_file() {
+	local work
+	work=$(cat "$BATS_FILE_TMPDIR/work" 2>/dev/null) || return 0
+	[ -d "$work" ] || return 0
+	"$AB_ROOT/hack/nodes.sh" down "$work/nodes"
+	rm -rf --one-file-system "$work"
+}
+
+setup() {
+	load_libs
+}
+
+patched_version() { "$AB_ROOT/bin/dockerd-patched" --version | sed -n 's/^Docker version \([^,]*\),.*/\1/p'; }
+
+play() { # playbook args...: ansible-playbook against the test nodes
+	local book=$1
+	shift
+	ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 ansible-playbook -i "$WORK/nodes/inventory.ini" \
+		"$AB_ROOT/hack/ansible/$book" "$@"
+}
+
+on_node() { "$AB_ROOT/hack/nodes.sh" ssh "$WORK/nodes" "$@"; }
+
+# The package version on node I, and the version its daemon answers with.
+installed() { on_node "$1" "dpkg-query -W -f '\${Version}' moby-ab-dockerd"; }
+serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http://localhost/version' | jq -r .Version; }
+
+@test "nodes: two nodes answer over ssh, each its own machine" {
+	run on_node 1 hostname
+	assert_output ab-node1
+	run on_node 2 'hostname; ip -4 -o addr show dev eth0'
+	assert_line ab-node2
+	assert_output --partial "inet 10.205.2.2/30"
+	# the node's init is its own: nothing of the host's processes is visible
+	run on_node 1 'cat /proc/1/comm; ls /proc | grep -c "^[0-9]"'
+	assert_line --index 0 tini
+	[ "${lines[1]}" -lt 20 ]
+}
+
+@test "nodes: the rollout installs the patched build on every node and checks it" {
+	run play rollout.yml -e moby_ab_debs="$WORK/debs" -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
+	assert_success
+	assert_output --partial "The restored process went on from its checkpoint"
+	assert_output --regexp 'ab-node1 +: ok=[0-9]+ +changed=[0-9]+ +unreachable=0 +failed=0'
+	assert_output --regexp 'ab-node2 +: ok=[0-9]+ +changed=[0-9]+ +unreachable=0 +failed=0'
+	for i in 1 2; do
+		[ "$(installed "$i")" = "$(patched_version)-1" ]
+		[ "$(serving "$i")" = "$(patched_version)" ]
+	done
+}
+
+@test "nodes: a build that fails its check is rolled back and stops the rollout" {
+	run play rollout.yml -e moby_ab_dockerd_deb="$(ls "$WORK"/broken-deb/*.deb)" \
+		-e moby_ab_runtime_deb="$(ls "$WORK"/debs/moby-ab-runtime_*.deb)" \
+		-e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar" -e moby_ab_start_timeout=15
+	assert_failure
+	assert_output --partial "failed on ab-node1"
+	assert_output --partial "the node is back on $(patched_version)-1"
+	# node 1 runs and serves what it ran before; node 2 never saw the broken build
+	[ "$(installed 1)" = "$(patched_version)-1" ]
+	[ "$(serving 1)" = "$(patched_version)" ]
+	[ "$(installed 2)" = "$(patched_version)-1" ]
+	[ "$(serving 2)" = "$(patched_version)" ]
+	run on_node 2 'ls /var/cache/moby-ab/debs'
+	refute_output --partial -- "-3_amd64.deb"
+}
+
+@test "nodes: the A/B playbook runs a suite on every node and writes one report" {
+	cat >"$WORK/nodes-smoke.toml" <<-'EOF2'
+		name = "nodes-smoke"
+		kind = "overhead"
+		description = "Container start, stock against patched, on each test node."
+		repetitions = 3
+		workloads = ["run"]
+
+		[flavor.stock]
+		daemon = {}
+
+		[flavor.patched]
+		daemon = {}
+	EOF2
+	# the test nodes share this machine's kernel: one node at a time
+	run play ab.yml -f 1 -e moby_ab_bundle="$(ls "$WORK"/bundle/*.tar.gz)" \
+		-e moby_ab_suite="$WORK/nodes-smoke.toml" -e moby_ab_results="$WORK/results"
+	assert_success
+	local i
+	for i in 1 2; do
+		[ "$(jq -r .machine.hostname "$WORK/results/ab-node$i/results.json")" = "ab-node$i" ]
+		[ "$(jq -r .provenance.series "$WORK/results/ab-node$i/results.json")" = "$("$AB_ROOT/hack/patches.sh" hash)" ]
+		[ -f "$WORK/results/ab-node$i/report.md" ]
+	done
+	run jq -r '.nodes | join(" ")' "$WORK/results/report/nodes.json"
+	assert_output "ab-node1 ab-node2"
+	run grep '^| nodes-smoke | run: busybox true |' "$WORK/results/report/report.md"
+	assert_success
+	assert_output --regexp '\| [0-9.]+ \(n=6, 2 nodes\) \|'
+}
+
+@test "nodes: the rollout takes a node back to stock, with the stock package's daemon.json" {
+	run play rollout.yml --limit ab-node2 -e moby_ab_debs="$WORK/debs" -e moby_ab_build=stock -e moby_ab_conffile=package \
+		-e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
+	assert_success
+	[ "$(installed 2)" = "$UPSTREAM_VERSION-1" ]
+	[ "$(serving 2)" = "$UPSTREAM_VERSION" ]
+	run on_node 2 cat /etc/moby-ab/daemon.json
+	refute_output --partial checkpoint-
+	refute_output --partial registry-download-concurrency
+	[ "$(installed 1)" = "$(patched_version)-1" ]
+}
+
+@test "nodes: down removes every node, its namespaces, links and mounts" {
+	"$AB_ROOT/hack/nodes.sh" down "$WORK/nodes"
+	[ ! -e "$WORK/nodes" ]
+	run ip netns list
+	refute_output --partial ab-node
+	run ip link show
+	refute_output --partial ab-node
+	run grep moby-ab-node /proc/mounts
+	assert_output ""
+}
