@@ -34,7 +34,7 @@ from .results import Cell
 
 HEADER = ["time_s", "op", "container", "checkpoint", "bytes"]
 OPS = ("create", "delete")
-POLICIES = ("shared-log", "zone-aware")
+POLICIES = ("shared-log", "zone-aware", "multi-log")
 MiB = 1 << 20
 
 
@@ -591,12 +591,86 @@ class SharedLog(Placement):
             self.head = None
 
 
-PLACEMENTS = {"shared-log": SharedLog, "zone-aware": ZoneAware}
+class MultiLog(SharedLog):
+    """The shared log with several heads: each container's images are
+    appended at a head of their own (containers are dealt to `heads` heads
+    in the order they first write, so with as many heads as containers no
+    zone mixes two of them), and the collector appends what it relocates
+    at a head of its own, as ZenFS separates data by lifetime into open
+    zones. Every head holds one open zone, so heads + 1 is at most the
+    device's open (and active) limit; `heads` 0 takes the most the limit
+    allows. Greedy collection, its reserve and the admission are the shared
+    log's."""
+    name = "multi-log"
+
+    def __init__(self, g, chunk=MiB, gc_reserve=2, heads=0):
+        super().__init__(g, chunk, gc_reserve)
+        self.nheads = heads or max_heads(g)
+        self.heads = {}  # "gc" or a head's number -> its zone
+        self.dealt = {}  # container -> its head's number
+
+    def head_of(self, im, gc):
+        if gc:
+            return "gc"
+        if im.container not in self.dealt:
+            self.dealt[im.container] = len(self.dealt) % self.nheads
+        return self.dealt[im.container]
+
+    def append(self, im, n, gc):
+        key = self.head_of(im, gc)
+        while n:
+            z = self.heads.get(key)
+            if z is None or self.dev.zones[z].state == FULL:
+                if not gc:
+                    self.collect()  # which may itself take zones
+                z = self.heads.get(key)
+                if z is None or self.dev.zones[z].state == FULL:
+                    z = self.heads[key] = self.take_zone(gc)
+            k = min(n, self.g.zone_capacity - self.dev.zones[z].wp)
+            self.write(im, z, k, gc)
+            n -= k
+
+    def victim(self):
+        full = [z.index for z in self.dev.zones if z.state == FULL]
+        if not full:
+            return None
+        v = min(full, key=lambda z: (self.live[z], z))
+        room = len(self.empty_zones()) * self.g.zone_capacity
+        h = self.heads.get("gc")
+        if h is not None and self.dev.zones[h].state != FULL:
+            room += self.g.zone_capacity - self.dev.zones[h].wp
+        if self.live[v] >= self.g.zone_capacity or self.live[v] > room:
+            return None
+        return v
+
+    def relocate(self, v):
+        self.gc_runs += 1
+        for im, x in list(self.held[v].values()):
+            im.extents = [e for e in im.extents if e is not x]
+            del self.held[v][id(x)]
+            self.live[v] -= x.length
+            self.append(im, x.length, gc=True)
+        self.reset(v)
+        for k in [k for k, z in self.heads.items() if z == v]:
+            del self.heads[k]
 
 
-def placement_problems(g, chunk, gc_reserve):
+def max_heads(g):
+    """The most host heads a multi-head log can keep open beside the
+    collector's on g (16 when the device sets no limit)."""
+    limits = [x for x in (g.max_open, g.max_active) if x]
+    return max(1, (min(limits) if limits else 17) - 1)
+
+
+PLACEMENTS = {"shared-log": SharedLog, "zone-aware": ZoneAware, "multi-log": MultiLog}
+
+
+def placement_problems(g, chunk, gc_reserve, heads=0):
     """[(key, message)]: why these placement parameters do not fit the geometry."""
     out = []
+    if heads < 0 or heads > max_heads(g):
+        out.append(("heads", f"want 0 (as many as the open limit allows) to {max_heads(g)} "
+                             f"(the open limit less the collector's head), got {heads}"))
     if chunk <= 0 or chunk % g.block:
         out.append(("chunk", f"want a positive multiple of the block size ({g.block}), got {chunk}"))
     if not 1 <= gc_reserve < g.zones:
@@ -642,10 +716,11 @@ def groups(events):
         i = j
 
 
-def replay(events, g, policy, chunk=MiB, gc_reserve=2):
+def replay(events, g, policy, chunk=MiB, gc_reserve=2, heads=0):
     """Run the trace through one placement; the state is sampled after every
-    step (a delete, or a group of creates taken together)."""
-    p = PLACEMENTS[policy](g, chunk, gc_reserve)
+    step (a delete, or a group of creates taken together). heads: the
+    multi-head log's (0: as many as the device allows)."""
+    p = MultiLog(g, chunk, gc_reserve, heads) if policy == "multi-log" else PLACEMENTS[policy](g, chunk, gc_reserve)
     s = {k: [] for k in SERIES}
     done = 0
     for grp in groups(events):
@@ -696,8 +771,8 @@ def metrics(p, s, events):
     }
 
 
-def compare(events, g, policies=POLICIES, chunk=MiB, gc_reserve=2):
-    return [replay(events, g, pol, chunk, gc_reserve) for pol in policies]
+def compare(events, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0):
+    return [replay(events, g, pol, chunk, gc_reserve, heads) for pol in policies]
 
 
 # --- presenting ------------------------------------------------------------
@@ -759,7 +834,7 @@ def main(argv=None):
 def replay_main(argv):
     d = Geometry()
     p = argparse.ArgumentParser(prog="ab.zns", description="Replay a checkpoint trace on a zoned device under "
-                                "shared-log and zone-aware placement. `ab.zns gen-trace --help`: the default trace.")
+                                "shared-log, zone-aware and multi-head log placement. `ab.zns gen-trace --help`: the default trace.")
     p.add_argument("--trace", required=True, help="CSV: " + ",".join(HEADER))
     p.add_argument("--zone-size", type=_arg(units.size), default=d.zone_size)
     p.add_argument("--zone-capacity", type=_arg(units.size), default=d.zone_capacity)
@@ -768,22 +843,24 @@ def replay_main(argv):
     p.add_argument("--max-active", type=int, default=d.max_active, help="0: no limit")
     p.add_argument("--block", type=_arg(units.size), default=d.block)
     p.add_argument("--chunk", type=_arg(units.size), default=MiB, help="interleaving unit of concurrent images")
-    p.add_argument("--gc-reserve", type=int, default=2, help="empty zones kept for the shared log's collector")
+    p.add_argument("--gc-reserve", type=int, default=2, help="empty zones kept for the logs' collector")
+    p.add_argument("--heads", type=int, default=0, help="the multi-head log's host heads (0: the open limit less one)")
     p.add_argument("--policy", action="append", choices=POLICIES, help="default: both")
     p.add_argument("--json", help="write the metrics and time series here")
     a = p.parse_args(argv)
     g = Geometry(zone_size=a.zone_size, zone_capacity=a.zone_capacity, zones=a.zones,
                  max_open=a.max_open, max_active=a.max_active, block=a.block)
-    for k, msg in g.problems() + placement_problems(g, a.chunk, a.gc_reserve):
+    for k, msg in g.problems() + placement_problems(g, a.chunk, a.gc_reserve, a.heads):
         p.error(f"--{k.replace('_', '-')}: {msg}")
     events = read_trace(a.trace)
-    outs = compare(events, g, a.policy or POLICIES, a.chunk, a.gc_reserve)
+    outs = compare(events, g, a.policy or POLICIES, a.chunk, a.gc_reserve, a.heads)
     print(f"trace {a.trace}: {len(events)} events; device: {g.describe()}\n")
     print(table(outs))
     if a.json:
         doc = {"trace": dict(describe_trace(events), source=a.trace, sha256=trace_digest(a.trace)),
-               "geometry": dataclasses.asdict(g), "placement": {"chunk": a.chunk, "gc_reserve": a.gc_reserve},
-               "results": [o.entry({"chunk": a.chunk, "gc_reserve": a.gc_reserve}, g) for o in outs]}
+               "geometry": dataclasses.asdict(g), "placement": {"chunk": a.chunk, "gc_reserve": a.gc_reserve, "heads": a.heads},
+               "results": [o.entry({"chunk": a.chunk, "gc_reserve": a.gc_reserve, "heads": a.heads}, g)
+                           for o in outs]}
         with open(a.json, "w") as f:
             json.dump(doc, f, indent=1)
     return 0

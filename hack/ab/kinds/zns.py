@@ -31,6 +31,7 @@ class Suite(suite.Suite):
     policies: list = field(default_factory=list)
     chunk: int = zns.MiB
     gc_reserve: int = 2
+    heads: int = 0  # multi-log's host heads; 0: the device's open limit less one
 
     needs_hosts = False
 
@@ -146,12 +147,13 @@ def geometry(v, t, s):
 
 def placement(v, t, s):
     w = ("placement",)
-    v.keys(t, w, ("chunk", "gc_reserve"))
+    v.keys(t, w, ("chunk", "gc_reserve", "heads"))
     if "chunk" in t:
         s.chunk = units.size(v.unit(units.size, v.typed(t["chunk"], str, w + ("chunk",), "a size"), w + ("chunk",)))
     s.gc_reserve = v.typed(t.get("gc_reserve", s.gc_reserve), int, w + ("gc_reserve",), "a number of zones")
+    s.heads = v.typed(t.get("heads", s.heads), int, w + ("heads",), "a number of heads")
     for g in s.geometries:
-        for k, msg in zns.placement_problems(g, s.chunk, s.gc_reserve):
+        for k, msg in zns.placement_problems(g, s.chunk, s.gc_reserve, s.heads):
             scan = f" (zone size {units.human_size(g.zone_size)})" if len(s.geometries) > 1 else ""
             v.fail(w + (k,), f"{k}: {msg}{scan}")
 
@@ -221,14 +223,14 @@ def run(r):
     doc["trace"] = dict(source, **zns.describe_trace(events), csv="trace.csv", sha256=zns.trace_digest(path))
     doc["geometry"] = dataclasses.asdict(s.geometry)  # a scan's: the one whose time series are plotted
     doc["geometries"] = [dataclasses.asdict(g) for g in s.geometries]
-    doc["placement"] = {"chunk": s.chunk, "gc_reserve": s.gc_reserve}
+    doc["placement"] = {"chunk": s.chunk, "gc_reserve": s.gc_reserve, "heads": s.heads}
     r.results.save()
     scan = len(s.geometries) > 1
     prog = Progress(len(s.geometries) * len(s.policies))
     for g in s.geometries:
         sys.stderr.write(f"==> {len(events)} events on {g.describe()}\n")
         for policy in s.policies:
-            o = zns.replay(events, g, policy, s.chunk, s.gc_reserve)
+            o = zns.replay(events, g, policy, s.chunk, s.gc_reserve, s.heads)
             r.results.append(o.entry(dict(doc["placement"]), g))
             m = o.metrics
             on = f" on {units.human_size(g.zone_size)} zones" if scan else ""
@@ -337,10 +339,13 @@ def write(outdir, doc):
            f"- device: {g.describe() if g else '-'}" if not scan else
            f"- devices, every policy replayed on each: {_scan_device(geoms)}",
            f"- placement: concurrent images interleaved in {units.human_size(pl.get('chunk', 0))} chunks; "
-           f"the shared log keeps {pl.get('gc_reserve')} empty zones for its collector",
+           f"the logs keep {pl.get('gc_reserve')} empty zones for their collectors"
+           + (f"; the multi-head log appends at {pl['heads']} heads" if pl.get("heads")
+              else "; the multi-head log at as many heads as the open limit allows beside its collector's"
+              if "multi-log" in {e.get("policy") for e in doc.get("results", [])} else ""),
            "", "## Summary", "", summary_table(doc), "",
            "Host written: block-padded bytes of the images (and of the failed images' partial writes). "
-           "Relocated: live bytes the shared log's greedy collector copied out of a zone before resetting it. "
+           "Relocated: live bytes a log's greedy collector copied out of a zone before resetting it. "
            "Write amplification: (host + relocated) / host. Mixed zones: zones holding data (live or dead, "
            "until their reset) of more than one container. Used-zone utilisation: live bytes / (non-empty zones "
            "x zone capacity); device utilisation: live bytes / all zones' capacity. Both are sampled after every "

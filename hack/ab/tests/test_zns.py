@@ -24,9 +24,9 @@ def geometry(**kw):
     return g
 
 
-def checked_replay(test, events, g, policy, chunk=MiB, gc_reserve=2):
+def checked_replay(test, events, g, policy, chunk=MiB, gc_reserve=2, heads=0):
     """replay(), with the placement's invariants checked after every step."""
-    p = zns.PLACEMENTS[policy](g, chunk, gc_reserve)
+    p = zns.MultiLog(g, chunk, gc_reserve, heads) if policy == "multi-log" else zns.PLACEMENTS[policy](g, chunk, gc_reserve)
     for grp in zns.groups(events):
         if grp[0].op == "create":
             p.create_group(grp)
@@ -236,6 +236,43 @@ class SharedLogTest(unittest.TestCase):
         self.assertGreater(p.relocated_bytes, 0)
         self.assertGreater(p.mixed_zones(), 0)
         self.assertEqual(p.dev.peak_open, 1)
+
+
+class MultiLogTest(unittest.TestCase):
+    def test_heads_of_their_own_never_mix_containers(self):
+        g = geometry(zones=64)
+        es = zns.generate(zns.TraceParams(rounds=24, keep=1))
+        p = checked_replay(self, es, g, "multi-log")
+        self.assertEqual(p.nheads, 7)  # the open limit of 8, less the collector's head
+        self.assertEqual((p.failures, p.relocated_bytes), ([], 0))
+        o = zns.replay(es, g, "multi-log")
+        self.assertEqual((o.metrics["mixed_zones_max"], o.metrics["write_amplification"]), (0, 1.0))
+        self.assertLessEqual(o.metrics["peak_open"], 8)
+
+    def test_relocates_less_than_the_shared_log_under_pressure(self):
+        es = zns.generate(zns.TraceParams(containers=["16MiB", "64MiB", "128MiB", "256MiB"], keep=3, rounds=24))
+        g = zns.Geometry()
+        shared = checked_replay(self, es, g, "shared-log")
+        multi = checked_replay(self, es, g, "multi-log")
+        self.assertGreater(multi.gc_runs, 0)
+        self.assertLess(multi.relocated_bytes, shared.relocated_bytes)
+        self.assertLess(multi.mixed_zones(), shared.mixed_zones())
+
+    def test_one_head_interleaves_like_the_shared_log(self):
+        g = geometry(**SMALL)
+        p = checked_replay(self, HALF_LIVE[:2], g, "multi-log", chunk=256 * KiB, gc_reserve=1, heads=1)
+        self.assertEqual(p.mixed_zones(), 2)  # a and b interleaved in zones 0 and 1
+        p = checked_replay(self, HALF_LIVE[:2], geometry(**dict(SMALL, max_open=3, max_active=3)), "multi-log",
+                           chunk=256 * KiB, gc_reserve=1, heads=2)
+        self.assertEqual(p.mixed_zones(), 0)  # a and b at heads of their own
+
+    def test_heads_must_fit_the_open_limit(self):
+        g = zns.Geometry()  # max open 8
+        self.assertEqual(zns.placement_problems(g, MiB, 2, heads=7), [])
+        (k, msg), = zns.placement_problems(g, MiB, 2, heads=8)
+        self.assertEqual(k, "heads")
+        self.assertIn("0 (as many as the open limit allows) to 7", msg)
+        self.assertEqual(zns.max_heads(geometry(max_open=0, max_active=0)), 16)
 
 
 class ZoneAwareTest(unittest.TestCase):
@@ -456,7 +493,7 @@ class RunTest(unittest.TestCase):
     def test_run_writes_results_report_and_plots(self):
         with tempfile.TemporaryDirectory() as d:
             doc, out, _ = self.run_suite(d, ZNS_SUITE)
-            self.assertEqual([e["policy"] for e in doc["results"]], ["shared-log", "zone-aware"])
+            self.assertEqual([e["policy"] for e in doc["results"]], list(zns.POLICIES))
             self.assertEqual(doc["trace"]["sha256"], zns.trace_digest(os.path.join(out, "trace.csv")))
             self.assertEqual(len(zns.read_trace(os.path.join(out, "trace.csv"))), doc["trace"]["events"])
             for e in doc["results"]:
@@ -469,7 +506,7 @@ class RunTest(unittest.TestCase):
             for png in ("zns-utilisation.png", "zns-relocation.png"):
                 self.assertGreater(os.path.getsize(os.path.join(out, png)), 1000)
             self.assertIn("| shared-log |", report.summary_table(doc))
-            self.assertEqual([e["geometry"] for e in doc["results"]], [doc["geometry"]] * 2)
+            self.assertEqual([e["geometry"] for e in doc["results"]], [doc["geometry"]] * len(zns.POLICIES))
             self.assertFalse(os.path.exists(os.path.join(out, "zns-zone-size.png")))  # one geometry: no scan plot
 
     def test_scan_replays_every_geometry_with_every_policy(self):
@@ -481,8 +518,8 @@ class RunTest(unittest.TestCase):
             self.assertEqual([g["zones"] for g in doc["geometries"]], [32, 16, 8])
             self.assertEqual(doc["geometry"]["zone_size"], 64 * MiB)
             progress = [x for x in printed.splitlines() if x.startswith("[")]
-            self.assertEqual(len(progress), 6)
-            self.assertRegex(progress[0], r"^\[1/6\] replay shared-log on 16MiB zones: relocated ")
+            self.assertEqual(len(progress), 9)
+            self.assertRegex(progress[0], r"^\[1/9\] replay shared-log on 16MiB zones: relocated ")
             # each entry is the replay of the trace on its own geometry
             events = zns.read_trace(os.path.join(out, "trace.csv"))
             for e in doc["results"]:
@@ -492,13 +529,13 @@ class RunTest(unittest.TestCase):
             self.assertEqual(table[0], "| zone size | zones | zone capacity | policy | relocated by GC | "
                                        "write amplification | zone resets | mixed zones (max) | "
                                        "used-zone utilisation (mean) | failed creates | not stored |")
-            self.assertEqual(len(table), 2 + 6)
+            self.assertEqual(len(table), 2 + 9)
             self.assertTrue(table[2].startswith("| 16MiB | 32 | 12MiB | shared-log | "))
             with open(os.path.join(out, "report.md")) as f:
                 md = f.read()
             self.assertIn("![zns-zone-size.png](zns-zone-size.png)", md)
             self.assertIn("## Over time, on 64MiB zones", md)
-            self.assertIn("| metric | 16MiB shared-log | 16MiB zone-aware | 32MiB shared-log |", md)
+            self.assertIn("| metric | 16MiB shared-log | 16MiB zone-aware | 16MiB multi-log | 32MiB shared-log |", md)
             for png in ("zns-zone-size.png", "zns-utilisation.png", "zns-relocation.png"):
                 self.assertGreater(os.path.getsize(os.path.join(out, png)), 1000)
 
@@ -515,7 +552,7 @@ class CommandLineTest(unittest.TestCase):
             self.assertIn("write amplification", out.getvalue())
             with open(js) as f:
                 doc = json.load(f)
-            self.assertEqual([e["policy"] for e in doc["results"]], ["shared-log", "zone-aware"])
+            self.assertEqual([e["policy"] for e in doc["results"]], list(zns.POLICIES))
             self.assertEqual(doc["geometry"]["zones"], 32)
             with contextlib.redirect_stderr(io.StringIO()) as err:
                 self.assertEqual(zns.main(["--trace", os.path.join(d, "missing.csv")]), 2)
