@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # Checkpoints on the patched daemon: configuration of the checkpoint queue,
-# and faults (a full disk, a daemon killed mid-checkpoint).
+# and faults (a full disk, a daemon killed mid-checkpoint, a reload or a kill
+# while the write cap paces the images).
 
 load helpers
 bats_require_minimum_version 1.5.0
@@ -160,17 +161,101 @@ restore_counts_on() {
 	refute_output --partial CORRUPT
 }
 
-@test "patched: a daemon killed during a checkpoint leaves nothing partial" {
-	up_patched
-	start_memholder mh 512
-	docker checkpoint create --leave-running mh cp1 >/dev/null 2>&1 &
-	sleep 0.5
+# kill_and_restart: SIGKILL the patched dockerd, let the test's background
+# job (the docker CLI) end, start the daemon again with the same config.
+kill_and_restart() {
+	local pid
 	pid=$(cat /run/moby-ab/patched/dockerd.pid)
 	kill -KILL "$pid"
 	wait || true
 	wait_for 10 bash -c "[ ! -e /proc/$pid ]"
 	"$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/daemon.json" >"$BATS_TEST_TMPDIR/env"
 	use_env
+}
+
+# paced_write_running: a paced checkpoint is in its write phase (images in
+# the scratch directory).
+paced_write_running() {
+	compgen -G "/run/moby-ab/patched/exec/checkpoint-scratch/.staging-*/pages-*.img" >/dev/null
+}
+
+@test "patched: a reload during a paced write applies the new pace; the checkpoint is whole" {
+	# 32 MiB at 4 MiB/s takes 8 s; at 256 MiB/s a fraction of a second.
+	up_patched '{"checkpoint-write-bandwidth": "4MiB"}'
+	start_memholder mh 32
+	before=$(last_count mh)
+	docker checkpoint create --leave-running mh cp1 >"$BATS_TEST_TMPDIR/cp.out" 2>&1 &
+	cp=$!
+	wait_for 30 paced_write_running
+	sleep 1
+	echo '{"checkpoint-write-bandwidth": "256MiB"}' >"$BATS_TEST_TMPDIR/fast.json"
+	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/fast.json"
+	assert_success
+	wait "$cp"
+	line=$(grep 'Checkpoint created' /var/lib/moby-ab/patched/dockerd.log | grep 'checkpoint=cp1')
+	echo "# $line" >&3
+	[[ "$line" =~ write=([0-9.]+)(m?s) ]]
+	write_s=${BASH_REMATCH[1]}
+	[ "${BASH_REMATCH[2]}" = s ] || write_s=0
+	# the rest went at the new pace: well under the 7.75 s the old one needed
+	awk -v w="$write_s" 'BEGIN { exit !(w < 6) }'
+	run docker checkpoint ls mh
+	assert_output --partial cp1
+	run find /run/moby-ab/patched/exec/checkpoint-scratch -mindepth 1
+	assert_output ""
+	run docker inspect -f '{{.State.Running}}' mh
+	assert_output true
+	docker kill mh >/dev/null
+	docker wait mh >/dev/null
+	restore_counts_on mh "$before" --checkpoint cp1
+}
+
+@test "patched: a daemon killed during a paced write leaves nothing partial" {
+	up_patched '{"checkpoint-write-bandwidth": "4MiB"}'
+	start_memholder mh 32
+	docker checkpoint create --leave-running mh cp1 >/dev/null 2>&1 &
+	wait_for 30 paced_write_running
+	sleep 1
+	kill_and_restart
+	run docker inspect -f '{{.State.Status}}' mh
+	assert_success
+	assert_output --regexp '^(running|exited)$'
+	# the checkpoint was mid-write: it is not listed, nothing of it is left
+	run docker checkpoint ls mh
+	assert_success
+	refute_output --partial cp1
+	run bash -c 'find /var/lib/moby-ab/patched/data/containers/*/checkpoints /run/moby-ab/patched/exec/checkpoint-scratch -mindepth 1 2>/dev/null'
+	assert_output ""
+}
+
+@test "patched: a paced checkpoint that runs out of space fails cleanly" {
+	up_patched '{"checkpoint-write-bandwidth": "16MiB"}'
+	start_memholder mh 64
+	mkdir "$BATS_TEST_TMPDIR/small"
+	mount -t tmpfs -o size=8m tmpfs "$BATS_TEST_TMPDIR/small"
+	run docker checkpoint create --leave-running --checkpoint-dir "$BATS_TEST_TMPDIR/small" mh cp1
+	assert_failure
+	assert_output --partial "no space left on device"
+	run docker inspect -f '{{.State.Running}}' mh
+	assert_output true
+	run docker checkpoint ls --checkpoint-dir "$BATS_TEST_TMPDIR/small" mh
+	assert_success
+	refute_output --partial cp1
+	run ls -A "$BATS_TEST_TMPDIR/small"
+	assert_output ""
+	run find /run/moby-ab/patched/exec/checkpoint-scratch -mindepth 1
+	assert_output ""
+	sleep 1.5
+	run docker logs mh
+	refute_output --partial CORRUPT
+}
+
+@test "patched: a daemon killed during a checkpoint leaves nothing partial" {
+	up_patched
+	start_memholder mh 512
+	docker checkpoint create --leave-running mh cp1 >/dev/null 2>&1 &
+	sleep 0.5
+	kill_and_restart
 	run docker inspect -f '{{.State.Status}}' mh
 	assert_success
 	assert_output --regexp '^(running|exited)$'
@@ -198,7 +283,7 @@ no_staging() {
 @test "patched: a daemon killed in the middle of a 384 MiB dump loses nothing" {
 	up_patched
 	start_memholder mh 384
-	local id cps before ctrpid cli pid
+	local id cps before ctrpid
 	id=$(docker inspect -f '{{.Id}}' mh)
 	cps=/var/lib/moby-ab/patched/data/containers/$id/checkpoints
 	before=$(last_count mh)
@@ -206,7 +291,6 @@ no_staging() {
 	assert_success
 	ctrpid=$(docker inspect -f '{{.State.Pid}}' mh)
 	docker checkpoint create --leave-running mh new >/dev/null 2>&1 &
-	cli=$!
 	# The dump of 384 MiB takes about a second: kill the daemon once CRIU
 	# is writing it (polled every 20 ms, for 20 s at most).
 	local i
@@ -215,12 +299,7 @@ no_staging() {
 		sleep 0.02
 	done
 	dump_running "$cps" "$ctrpid" || fail "the dump of new was never seen running"
-	pid=$(cat /run/moby-ab/patched/dockerd.pid)
-	kill -KILL "$pid"
-	wait "$cli" || true
-	wait_for 10 bash -c "[ ! -e /proc/$pid ]"
-	"$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/daemon.json" >"$BATS_TEST_TMPDIR/env"
-	use_env
+	kill_and_restart
 
 	# old is listed; new only if it is whole; no staging directory is listed.
 	run docker checkpoint ls mh
