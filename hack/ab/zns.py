@@ -34,7 +34,7 @@ from .results import Cell
 
 HEADER = ["time_s", "op", "container", "checkpoint", "bytes"]
 OPS = ("create", "delete")
-POLICIES = ("shared-log", "zone-aware", "multi-log")
+POLICIES = ("shared-log", "zone-aware", "multi-log", "zone-tail")
 MiB = 1 << 20
 
 
@@ -271,6 +271,7 @@ class Device:
         self.g = g
         self.zones = [Zone(i) for i in range(g.zones)]
         self.resets = self.finishes = 0
+        self.finished_unwritten = 0  # capacity given up by finishing zones early
         self.peak_open = self.peak_active = 0
 
     def count(self, *states):
@@ -311,6 +312,7 @@ class Device:
         if z.state != FULL:
             z.state = FULL
             self.finishes += 1
+            self.finished_unwritten += self.g.zone_capacity - z.wp
 
     def reset(self, i):
         z = self.zones[i]
@@ -655,6 +657,105 @@ class MultiLog(SharedLog):
             del self.heads[k]
 
 
+class ZoneTail(Placement):
+    """Whole zones for the part of an image that fills whole zones, as
+    zone-aware placement; the rest of it (its tail, less than a zone) is
+    appended at a head shared by the container's checkpoints (containers
+    dealt round-robin over a quarter of the open limit), so that tails that
+    die in the order they were written share zones, and no image is rounded
+    up to whole zones. A tail that does not fit in its head's room fills it
+    and goes on in a new head zone. A zone is reset as soon as nothing in it
+    is live; there is no collector and nothing is relocated."""
+    name = "zone-tail"
+
+    def __init__(self, g, chunk=MiB, gc_reserve=2):
+        super().__init__(g, chunk, gc_reserve)
+        limit = min([x for x in (g.max_open, g.max_active) if x] or [16])
+        self.nheads = max(1, limit // 4)
+        self.nstreams = max(1, limit - 2 * self.nheads)
+        self.heads = {}  # head number -> its zone
+        self.dealt = {}  # container -> head number
+        self.room = {}  # head zone -> capacity not yet promised to a tail
+        self.pending = collections.Counter()  # zone -> bytes promised to tails, not yet written
+        self.promised = set()  # empty zones set aside for images being written
+
+    def streams(self):
+        return self.nstreams
+
+    def admit(self, im):
+        cap = self.g.zone_capacity
+        whole, tail = divmod(im.padded, cap)
+        slot = self.dealt.setdefault(im.container, len(self.dealt) % self.nheads)
+        h = self.heads.get(slot)
+        room = self.room[h] if h is not None else 0
+        new_head = tail > room
+        free = [z for z in self.empty_zones() if z not in self.promised]
+        need = whole + (1 if new_head else 0)
+        if need > len(free):
+            return f"device full: needs {need} empty zones, {len(free)} left"
+        im.zones = free[:whole]
+        self.promised.update(im.zones)
+        im.tail = []  # [(zone, bytes)]: where the tail goes, in order
+        if tail:
+            if room:
+                im.tail.append((h, min(room, tail)))
+            if new_head:
+                if h is not None:
+                    del self.room[h]  # full once its promised tails are written
+                h = self.heads[slot] = free[whole]
+                self.promised.add(h)
+                self.room[h] = cap
+                im.tail.append((h, tail - room))
+            for z, n in im.tail:
+                if z in self.room:
+                    self.room[z] -= n
+                self.pending[z] += n
+        return None
+
+    def put(self, im, n):
+        while n:
+            own = [z for z in im.zones if self.dev.zones[z].state != FULL]
+            if own:
+                z = own[0]
+                k = min(n, self.g.zone_capacity - self.dev.zones[z].wp)
+            else:
+                z, want = im.tail[0]
+                k = min(n, want)
+                im.tail[0] = (z, want - k)
+                if not im.tail[0][1]:
+                    im.tail.pop(0)
+                self.pending[z] -= k
+                self.promised.discard(z)
+            self.write(im, z, k)
+            n -= k
+
+    def complete(self, im):
+        self.promised.difference_update(im.zones)
+
+    def drop(self, im):
+        zones = {x.zone for x in im.extents}
+        super().drop(im)
+        for z, n in getattr(im, "tail", []):  # a failed create: what it was promised is not coming
+            self.pending[z] -= n
+            zones.add(z)
+        im.tail = []
+        im.dropped = zones
+
+    def deleted(self, im):
+        for z in set(im.zones) | im.dropped:
+            self.reset_if_dead(z)
+
+    def reset_if_dead(self, z):
+        zone = self.dev.zones[z]
+        if self.live[z] or zone.state == EMPTY or self.pending[z]:
+            return
+        if z in self.room:  # the current head: it starts again empty
+            for k in [k for k, v in self.heads.items() if v == z]:
+                del self.heads[k]
+            del self.room[z]
+        self.reset(z)
+
+
 def max_heads(g):
     """The most host heads a multi-head log can keep open beside the
     collector's on g (16 when the device sets no limit)."""
@@ -662,7 +763,7 @@ def max_heads(g):
     return max(1, (min(limits) if limits else 17) - 1)
 
 
-PLACEMENTS = {"shared-log": SharedLog, "zone-aware": ZoneAware, "multi-log": MultiLog}
+PLACEMENTS = {"shared-log": SharedLog, "zone-aware": ZoneAware, "multi-log": MultiLog, "zone-tail": ZoneTail}
 
 
 def placement_problems(g, chunk, gc_reserve, heads=0):
@@ -761,6 +862,7 @@ def metrics(p, s, events):
         "host_bytes": p.host_bytes, "relocated_bytes": p.relocated_bytes,
         "write_amplification": round((p.host_bytes + p.relocated_bytes) / p.host_bytes, 4) if p.host_bytes else None,
         "resets": p.dev.resets, "finishes": p.dev.finishes, "gc_runs": p.gc_runs,
+        "finished_unwritten_bytes": p.dev.finished_unwritten,
         "mixed_zones_max": max(s["mixed_zones"], default=0), "mixed_zones_end": p.mixed_zones(),
         "util_used_min": min(used) if used else None,
         "util_used_mean": time_mean(s["t_s"], s["util_used"]),

@@ -275,6 +275,46 @@ class MultiLogTest(unittest.TestCase):
         self.assertEqual(zns.max_heads(geometry(max_open=0, max_active=0)), 16)
 
 
+class ZoneTailTest(unittest.TestCase):
+    def test_relocates_nothing_and_rounds_nothing_up(self):
+        g = geometry(zones=64)
+        es = zns.generate(zns.TraceParams(rounds=24, keep=1))
+        p = checked_replay(self, es, g, "zone-tail")
+        self.assertEqual((p.failures, p.relocated_bytes, p.gc_runs), ([], 0, 0))
+        # every byte written is an image's block-padded byte: no image takes whole zones it does not fill
+        self.assertEqual(p.host_bytes, sum(g.padded(e.bytes) for e in es if e.op == "create"))
+        self.assertLessEqual(p.dev.peak_open, g.max_open)
+
+    def test_tails_share_a_head_and_go_with_their_images(self):
+        g = geometry(zone_size=MiB, zone_capacity=MiB, zones=6, max_open=4, max_active=4)
+        es = [ev(0, "create", "a", "cp0", 3 * MiB // 2), ev(1, "create", "a", "cp1", 5 * MiB // 4),
+              ev(2, "delete", "a", "cp0")]
+        p = checked_replay(self, es[:2], g, "zone-tail", chunk=256 * KiB)
+        head = p.heads[0]
+        self.assertEqual(p.live[head], 3 * MiB // 4)  # both tails in one head zone
+        self.assertEqual(p.dev.count(zns.EMPTY), 3)
+        p.delete(es[2])
+        self.assertEqual(p.live[head], MiB // 4)  # cp1's tail keeps the head
+        self.assertEqual(p.dev.count(zns.EMPTY), 4)  # cp0's own zone reset at once
+        self.assertEqual(p.dev.resets, 1)
+        p.delete(ev(3, "delete", "a", "cp1"))
+        self.assertEqual(p.dev.count(zns.EMPTY), 6)
+        self.assertEqual(p.heads, {})
+
+    def test_a_tail_fills_its_head_then_goes_on(self):
+        g = geometry(zone_size=MiB, zone_capacity=MiB, zones=6, max_open=4, max_active=4)
+        es = [ev(0, "create", "a", "cp0", 3 * MiB // 4), ev(1, "create", "a", "cp1", MiB // 2)]
+        p = checked_replay(self, es, g, "zone-tail", chunk=256 * KiB)
+        self.assertEqual(sorted(x.length for x in p.images[("a", "cp1")].extents), [MiB // 4, MiB // 4])
+        self.assertEqual(p.dev.finished_unwritten, 0)
+
+    def test_scan_geometry_under_pressure(self):
+        es = zns.generate(zns.TraceParams(containers=["16MiB", "64MiB", "128MiB", "256MiB"], keep=3, rounds=24))
+        p = checked_replay(self, es, zns.Geometry(), "zone-tail")
+        self.assertEqual(p.relocated_bytes, 0)
+        self.assertLessEqual(p.dev.peak_open, 8)
+
+
 class ZoneAwareTest(unittest.TestCase):
     def test_whole_deletes_relocate_nothing_and_never_mix(self):
         g = geometry(zones=64)
@@ -518,8 +558,8 @@ class RunTest(unittest.TestCase):
             self.assertEqual([g["zones"] for g in doc["geometries"]], [32, 16, 8])
             self.assertEqual(doc["geometry"]["zone_size"], 64 * MiB)
             progress = [x for x in printed.splitlines() if x.startswith("[")]
-            self.assertEqual(len(progress), 9)
-            self.assertRegex(progress[0], r"^\[1/9\] replay shared-log on 16MiB zones: relocated ")
+            self.assertEqual(len(progress), 3 * len(zns.POLICIES))
+            self.assertRegex(progress[0], r"^\[1/12\] replay shared-log on 16MiB zones: relocated ")
             # each entry is the replay of the trace on its own geometry
             events = zns.read_trace(os.path.join(out, "trace.csv"))
             for e in doc["results"]:
@@ -529,13 +569,13 @@ class RunTest(unittest.TestCase):
             self.assertEqual(table[0], "| zone size | zones | zone capacity | policy | relocated by GC | "
                                        "write amplification | zone resets | mixed zones (max) | "
                                        "used-zone utilisation (mean) | failed creates | not stored |")
-            self.assertEqual(len(table), 2 + 9)
+            self.assertEqual(len(table), 2 + 3 * len(zns.POLICIES))
             self.assertTrue(table[2].startswith("| 16MiB | 32 | 12MiB | shared-log | "))
             with open(os.path.join(out, "report.md")) as f:
                 md = f.read()
             self.assertIn("![zns-zone-size.png](zns-zone-size.png)", md)
             self.assertIn("## Over time, on 64MiB zones", md)
-            self.assertIn("| metric | 16MiB shared-log | 16MiB zone-aware | 16MiB multi-log | 32MiB shared-log |", md)
+            self.assertIn("| metric | 16MiB shared-log | 16MiB zone-aware | 16MiB multi-log | 16MiB zone-tail | 32MiB shared-log |", md)
             for png in ("zns-zone-size.png", "zns-utilisation.png", "zns-relocation.png"):
                 self.assertGreater(os.path.getsize(os.path.join(out, png)), 1000)
 
