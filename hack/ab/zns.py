@@ -817,12 +817,19 @@ def groups(events):
         i = j
 
 
-def replay(events, g, policy, chunk=MiB, gc_reserve=2, heads=0):
+OCCUPANCY_SAMPLES = 120  # at most this many states of every zone kept for the occupancy map
+
+
+def replay(events, g, policy, chunk=MiB, gc_reserve=2, heads=0, occupancy=False):
     """Run the trace through one placement; the state is sampled after every
     step (a delete, or a group of creates taken together). heads: the
-    multi-head log's (0: as many as the device allows)."""
+    multi-head log's (0: as many as the device allows). occupancy: also
+    keep every zone's state (live % of its capacity, -1 empty) at up to
+    OCCUPANCY_SAMPLES steps spread over the trace, as series zone_t_s and
+    zone_live_pct, for the occupancy map."""
     p = MultiLog(g, chunk, gc_reserve, heads) if policy == "multi-log" else PLACEMENTS[policy](g, chunk, gc_reserve)
     s = {k: [] for k in SERIES}
+    zt, zl = [], []
     done = 0
     for grp in groups(events):
         if grp[0].op == "create":
@@ -838,6 +845,16 @@ def replay(events, g, policy, chunk=MiB, gc_reserve=2, heads=0):
                      ("relocated_bytes", p.relocated_bytes), ("resets", p.dev.resets),
                      ("mixed_zones", p.mixed_zones())):
             s[k].append(v)
+        if occupancy:
+            zt.append(grp[-1].time_s)
+            zl.append([-1 if z.state == EMPTY else round(100 * p.live[z.index] / g.zone_capacity)
+                       for z in p.dev.zones])
+    if occupancy and zt:
+        n = len(zt)
+        keep = sorted({round(i * (n - 1) / (OCCUPANCY_SAMPLES - 1)) for i in range(OCCUPANCY_SAMPLES)}) \
+            if n > OCCUPANCY_SAMPLES else range(n)
+        s["zone_t_s"] = [zt[i] for i in keep]
+        s["zone_live_pct"] = [zl[i] for i in keep]
     return Outcome(policy, metrics(p, s, events), p.failures, s)
 
 

@@ -230,7 +230,7 @@ def run(r):
     for g in s.geometries:
         sys.stderr.write(f"==> {len(events)} events on {g.describe()}\n")
         for policy in s.policies:
-            o = zns.replay(events, g, policy, s.chunk, s.gc_reserve, s.heads)
+            o = zns.replay(events, g, policy, s.chunk, s.gc_reserve, s.heads, occupancy=g == s.geometry)
             r.results.append(o.entry(dict(doc["placement"]), g))
             m = o.metrics
             on = f" on {units.human_size(g.zone_size)} zones" if scan else ""
@@ -536,7 +536,40 @@ def plot_zns(doc, outdir, res=None, note=""):
     fig.savefig(os.path.join(outdir, "zns-relocation.png"), dpi=120)
     out.append("zns-relocation.png")
     plt.close("all")
+    out += plot_zns_occupancy(doc, outdir, res, note)
     return out
+
+
+def plot_zns_occupancy(doc, outdir, res, note=""):
+    """zns-occupancy.png: every zone's live data over time, a map per
+    policy (zones up, trace time across; empty zones blank)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    res = [e for e in res if e["series"].get("zone_live_pct")]
+    if not res:
+        return []
+    scale, xlabel = _time_axis([t for e in res for t in e["series"]["zone_t_s"]])
+    fig, axes = plt.subplots(len(res), 1, figsize=(10, 1.2 + 1.9 * len(res)), sharex=True, squeeze=False)
+    cmap = matplotlib.colormaps["viridis"].copy()
+    cmap.set_bad("white")
+    im = None
+    for ax, e in zip(axes[:, 0], res):
+        m = np.array(e["series"]["zone_live_pct"], dtype=float).T  # zones x samples
+        m = np.ma.masked_less(m, 0)
+        t = [v * scale for v in e["series"]["zone_t_s"]]
+        edges = t + [t[-1] + (t[-1] - t[-2] if len(t) > 1 else 1)]
+        im = ax.pcolormesh(edges, np.arange(m.shape[0] + 1), m, cmap=cmap, vmin=0, vmax=100, shading="flat")
+        ax.set_ylabel(f"{e['policy']}\nzone", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[-1, 0].set_xlabel(xlabel)
+    fig.suptitle(f"{doc['suite']}: live data in each zone" + (f", {note}" if note else "")
+                 + " (blank: empty; colour: live % of the zone's capacity)", fontsize=9)
+    fig.colorbar(im, ax=axes[:, 0].tolist(), label="live %", shrink=0.8)
+    fig.savefig(os.path.join(outdir, "zns-occupancy.png"), dpi=110)
+    plt.close("all")
+    return ["zns-occupancy.png"]
 
 
 def failures(doc):

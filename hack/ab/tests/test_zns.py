@@ -315,6 +315,26 @@ class ZoneTailTest(unittest.TestCase):
         self.assertLessEqual(p.dev.peak_open, 8)
 
 
+class OccupancyTest(unittest.TestCase):
+    def test_every_zone_at_spread_steps(self):
+        es = zns.generate(zns.TraceParams(containers=["16MiB", "64MiB", "128MiB", "256MiB"], keep=3, rounds=48))
+        g = zns.Geometry()
+        o = zns.replay(es, g, "zone-tail", occupancy=True)
+        steps = len(o.series["t_s"])
+        self.assertGreater(steps, zns.OCCUPANCY_SAMPLES)
+        self.assertEqual(len(o.series["zone_t_s"]), zns.OCCUPANCY_SAMPLES)
+        self.assertEqual((o.series["zone_t_s"][0], o.series["zone_t_s"][-1]), (o.series["t_s"][0], o.series["t_s"][-1]))
+        for row in o.series["zone_live_pct"]:
+            self.assertEqual(len(row), g.zones)
+            self.assertTrue(all(-1 <= v <= 100 for v in row))
+        # the last state: empty zones are -1, the live bytes add up
+        last = o.series["zone_live_pct"][-1]
+        self.assertEqual(sum(v == -1 for v in last), g.zones - o.series["used_zones"][-1])
+        self.assertAlmostEqual(sum(max(v, 0) for v in last) / 100 * g.zone_capacity, o.series["live_bytes"][-1],
+                               delta=g.zones * g.zone_capacity / 200)
+        self.assertNotIn("zone_live_pct", zns.replay(es, g, "zone-tail").series)
+
+
 class ZoneAwareTest(unittest.TestCase):
     def test_whole_deletes_relocate_nothing_and_never_mix(self):
         g = geometry(zones=64)
@@ -576,7 +596,7 @@ class RunTest(unittest.TestCase):
             self.assertIn("![zns-zone-size.png](zns-zone-size.png)", md)
             self.assertIn("## Over time, on 64MiB zones", md)
             self.assertIn("| metric | 16MiB shared-log | 16MiB zone-aware | 16MiB multi-log | 16MiB zone-tail | 32MiB shared-log |", md)
-            for png in ("zns-zone-size.png", "zns-utilisation.png", "zns-relocation.png"):
+            for png in ("zns-zone-size.png", "zns-utilisation.png", "zns-relocation.png", "zns-occupancy.png"):
                 self.assertGreater(os.path.getsize(os.path.join(out, png)), 1000)
 
 
