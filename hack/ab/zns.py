@@ -17,15 +17,18 @@ DeviceError, so the replay doubles as a check of the placement.
 
     PYTHONPATH=hack python3 -m ab.zns --trace FILE [--zone-size 64MiB ...] [--json out.json]
     PYTHONPATH=hack python3 -m ab.zns gen-trace --out FILE [--rounds 48 ...]
+    PYTHONPATH=hack python3 -m ab.zns trace-from-log patched-dockerd.log --out FILE [--keep 3]
 """
 import argparse
 import collections
 import csv
 import dataclasses
+import datetime
 import hashlib
 import json
 import math
 import random
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -138,6 +141,55 @@ def _event(row, no, path):
     if n == 0:
         raise TraceError(f"{path}:{no}: bytes: a create of 0 bytes (a checkpoint image is never empty)")
     return Event(time_s, op, container, checkpoint, n, no)
+
+
+_LOG_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
+
+
+def trace_from_log(lines, keep, together_s=1.0):
+    """[Event] from a patched dockerd's log: a create for every "Checkpoint
+    created" line (its container and checkpoint at its time since the
+    first; its size the bytes written where a write cap logged them, else
+    the container's memory usage, what CRIU dumps of it), creates within
+    together_s of the group's first taken
+    together (at its time), and after each group the deletes that keep each
+    container's last `keep` checkpoints (the daemon does not log deletes)."""
+    created = []
+    for no, line in enumerate(lines, 1):
+        if 'msg="Checkpoint created"' not in line:
+            continue
+        f = {k: v.strip('"') for k, v in _LOG_FIELD.findall(line)}
+        try:
+            when = datetime.datetime.fromisoformat(f["time"].replace("Z", "+00:00"))
+            size = int(f["written"] if "written" in f else f["memory"])
+            created.append((when, f["container"][:12], f["checkpoint"], size))
+        except (KeyError, ValueError) as e:
+            raise TraceError(f"log line {no}: a \"Checkpoint created\" line without time, container, "
+                             f"checkpoint, or written or memory ({e})") from None
+    if not created:
+        raise TraceError("no \"Checkpoint created\" line in the log (a patched dockerd's, at info level)")
+    created.sort(key=lambda c: c[0])
+    t0 = created[0][0]
+    kept = collections.defaultdict(collections.deque)
+    events, i, seen = [], 0, set()
+    while i < len(created):
+        first = (created[i][0] - t0).total_seconds()
+        j = i
+        while j < len(created) and (created[j][0] - t0).total_seconds() - first < together_s:
+            j += 1
+        t = round(first, 3)
+        for _, c, cp, n in created[i:j]:
+            name = cp
+            while (c, name) in seen:  # the same name again: a later checkpoint of that name
+                name += "+"
+            seen.add((c, name))
+            events.append(Event(t, "create", c, name, max(1, n)))
+            kept[c].append(name)
+        for c in sorted(kept):
+            while len(kept[c]) > keep:
+                events.append(Event(t, "delete", c, kept[c].popleft()))
+        i = j
+    return events
 
 
 def write_trace(path, events):
@@ -944,6 +996,8 @@ def main(argv=None):
     try:
         if argv[:1] == ["gen-trace"]:
             return gen_main(argv[1:])
+        if argv[:1] == ["trace-from-log"]:
+            return log_main(argv[1:])
         return replay_main(argv)
     except TraceError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -982,6 +1036,31 @@ def replay_main(argv):
                            for o in outs]}
         with open(a.json, "w") as f:
             json.dump(doc, f, indent=1)
+    return 0
+
+
+def log_main(argv):
+    p = argparse.ArgumentParser(prog="ab.zns trace-from-log", description=trace_from_log.__doc__)
+    p.add_argument("log", nargs="+", help="patched dockerd logs (the harness keeps patched-dockerd.log)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--keep", type=int, default=3, help="checkpoints kept per container (default 3)")
+    p.add_argument("--together", type=_arg(units.duration), default=1.0,
+                   help="creates within this of each other are taken together (default 1s)")
+    a = p.parse_args(argv)
+    if a.keep < 1:
+        p.error("--keep: want at least 1")
+    lines = []
+    for path in a.log:
+        try:
+            with open(path, errors="replace") as f:
+                lines += f.readlines()
+        except OSError as e:
+            raise TraceError(f"{path}: {e.strerror}") from None
+    events = trace_from_log(lines, a.keep, a.together)
+    write_trace(a.out, events)
+    info = describe_trace(events)
+    print(f"{a.out}: {info['creates']} creates, {info['deletes']} deletes, {gib(info['bytes'])} over "
+          f"{info['duration_s']:g} s")
     return 0
 
 

@@ -315,6 +315,44 @@ class ZoneTailTest(unittest.TestCase):
         self.assertLessEqual(p.dev.peak_open, 8)
 
 
+LOG = """\
+time="2026-11-24T10:00:00.100Z" level=info msg="Loading containers: done."
+time="2026-11-24T10:00:01.000Z" level=info msg="Checkpoint created" checkpoint=c1 commit=4ms container=aaaaaaaaaaaa1111 dump=1s written=16777216
+time="2026-11-24T10:00:01.400Z" level=info msg="Checkpoint created" checkpoint=c1 commit=4ms container=bbbbbbbbbbbb2222 dump=1s written=268435456
+time="2026-11-24T10:00:11.000Z" level=info msg="Checkpoint created" checkpoint=c2 container=aaaaaaaaaaaa1111 written=16000000
+time="2026-11-24T10:00:21.000Z" level=info msg="Checkpoint created" checkpoint=c1 container=aaaaaaaaaaaa1111 memory=17000000
+"""
+
+
+class TraceFromLogTest(unittest.TestCase):
+    def test_creates_groups_and_kept_checkpoints(self):
+        es = zns.trace_from_log(LOG.splitlines(), keep=1)
+        self.assertEqual([(e.time_s, e.op, e.container, e.checkpoint, e.bytes) for e in es], [
+            (0.0, "create", "aaaaaaaaaaaa", "c1", 16777216),
+            (0.0, "create", "bbbbbbbbbbbb", "c1", 268435456),  # within a second: together
+            (10.0, "create", "aaaaaaaaaaaa", "c2", 16000000),
+            (10.0, "delete", "aaaaaaaaaaaa", "c1", 0),
+            (20.0, "create", "aaaaaaaaaaaa", "c1+", 17000000),  # the name again: another checkpoint
+            (20.0, "delete", "aaaaaaaaaaaa", "c2", 0),
+        ])
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.csv")
+            zns.write_trace(path, es)
+            self.assertEqual(len(zns.read_trace(path)), len(es))  # a valid trace
+            log = os.path.join(d, "dockerd.log")
+            with open(log, "w") as f:
+                f.write(LOG)
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(zns.main(["trace-from-log", log, "--out", path, "--keep", "2"]), 0)
+            self.assertEqual(sum(e.op == "delete" for e in zns.read_trace(path)), 1)
+
+    def test_a_log_without_checkpoints_is_an_error(self):
+        with self.assertRaises(zns.TraceError):
+            zns.trace_from_log(LOG.splitlines()[:1], keep=3)
+        with self.assertRaises(zns.TraceError):
+            zns.trace_from_log(['time="x" level=info msg="Checkpoint created" checkpoint=c1'], keep=3)
+
+
 class OccupancyTest(unittest.TestCase):
     def test_every_zone_at_spread_steps(self):
         es = zns.generate(zns.TraceParams(containers=["16MiB", "64MiB", "128MiB", "256MiB"], keep=3, rounds=48))
