@@ -625,13 +625,17 @@ class SharedLog(Placement):
         if not full:
             return None
         v = min(full, key=lambda z: (self.live[z], z))
-        head = self.dev.zones[self.head] if self.head is not None else None
+        gc_head = self.gc_head()
         room = len(self.empty_zones()) * self.g.zone_capacity
-        if head is not None and head.state != FULL:
-            room += self.g.zone_capacity - head.wp
+        if gc_head is not None and self.dev.zones[gc_head].state != FULL:
+            room += self.g.zone_capacity - self.dev.zones[gc_head].wp
         if self.live[v] >= self.g.zone_capacity or self.live[v] > room:
             return None
         return v
+
+    def gc_head(self):
+        """The zone the collector appends to, if any."""
+        return self.head
 
     def relocate(self, v):
         self.gc_runs += 1
@@ -641,6 +645,10 @@ class SharedLog(Placement):
             self.live[v] -= x.length
             self.append(im, x.length, gc=True)
         self.reset(v)
+        self.head_reset(v)
+
+    def head_reset(self, v):
+        """Zone v was reset: no head stays on it."""
         if self.head == v:
             self.head = None
 
@@ -684,27 +692,10 @@ class MultiLog(SharedLog):
             self.write(im, z, k, gc)
             n -= k
 
-    def victim(self):
-        full = [z.index for z in self.dev.zones if z.state == FULL]
-        if not full:
-            return None
-        v = min(full, key=lambda z: (self.live[z], z))
-        room = len(self.empty_zones()) * self.g.zone_capacity
-        h = self.heads.get("gc")
-        if h is not None and self.dev.zones[h].state != FULL:
-            room += self.g.zone_capacity - self.dev.zones[h].wp
-        if self.live[v] >= self.g.zone_capacity or self.live[v] > room:
-            return None
-        return v
+    def gc_head(self):
+        return self.heads.get("gc")
 
-    def relocate(self, v):
-        self.gc_runs += 1
-        for im, x in list(self.held[v].values()):
-            im.extents = [e for e in im.extents if e is not x]
-            del self.held[v][id(x)]
-            self.live[v] -= x.length
-            self.append(im, x.length, gc=True)
-        self.reset(v)
+    def head_reset(self, v):
         for k in [k for k, z in self.heads.items() if z == v]:
             del self.heads[k]
 
