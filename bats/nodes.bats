@@ -38,7 +38,10 @@ teardown_file() {
 	local work
 	work=$(cat "$BATS_FILE_TMPDIR/work" 2>/dev/null) || return 0
 	[ -d "$work" ] || return 0
-	"$AB_ROOT/hack/nodes.sh" down "$work/nodes"
+	local d
+	for d in nodes left again third; do
+		"$AB_ROOT/hack/nodes.sh" down "$work/$d"
+	done
 	rm -rf --one-file-system "$work"
 }
 
@@ -150,6 +153,33 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	run ip netns list
 	refute_output --partial ab-node
 	run ip link show
+	refute_output --partial ab-node
+	run grep moby-ab-node /proc/mounts
+	assert_output ""
+}
+
+@test "nodes: nodes left by a run that ended without down do not stop the next" {
+	"$AB_ROOT/hack/nodes.sh" up "$WORK/left" 1
+	# the run ends without down: its node's init and everything in it die
+	kill -KILL "$(cat "$WORK/left/node1/pid")"
+	local t
+	for ((t = 0; t < 100; t++)); do
+		[ -n "$(ip netns pids ab-node1)" ] || break
+		sleep 0.1
+	done
+	[ -e /run/netns/ab-node1 ]
+	run "$AB_ROOT/hack/nodes.sh" up "$WORK/again" 1
+	assert_success
+	assert_output --partial "removing the nodes of a run that ended without down: $WORK/left"
+	[ ! -e "$WORK/left" ]
+	run "$AB_ROOT/hack/nodes.sh" ssh "$WORK/again" 1 hostname
+	assert_output ab-node1
+	# a live node is never taken: a second run refuses
+	run "$AB_ROOT/hack/nodes.sh" up "$WORK/third" 1
+	assert_failure
+	assert_output --partial "ab-node1 of $WORK/again is running"
+	"$AB_ROOT/hack/nodes.sh" down "$WORK/again"
+	run ip netns list
 	refute_output --partial ab-node
 	run grep moby-ab-node /proc/mounts
 	assert_output ""

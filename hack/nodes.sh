@@ -81,9 +81,7 @@ cmd_up() {
 	[ -z "$(ls -A "$dir")" ] || die "nodes: $dir is not empty"
 	dir=$(cd "$dir" && pwd)
 	for ((i = 1; i <= n; i++)); do
-		[ ! -e "/run/netns/$(node_ns "$i")" ] ||
-			die "nodes: network namespace $(node_ns "$i") exists (nodes of another run? hack/nodes.sh down its DIR)"
-		! ip link show "ab-node$i" >/dev/null 2>&1 || die "nodes: link ab-node$i exists"
+		reclaim "$i"
 	done
 	cmd_image >/dev/null
 	ssh-keygen -q -t ed25519 -N '' -C moby-ab-nodes -f "$dir/id_ed25519"
@@ -110,6 +108,34 @@ cmd_up() {
 		wait_ssh "$dir" "$i"
 	done
 	log "nodes: $n up; inventory $dir/inventory.ini"
+}
+
+# Node I of a run that ended without down (its machine rebooted its processes
+# away, or the run was killed) leaves its root's tmpfs, its namespace and veth
+# behind with nothing running in them: take those away. A node whose init still
+# runs, or a namespace some process is in, belongs to a live run: refuse.
+reclaim() { # i
+	local i=$1 ns mnt old pid
+	ns=$(node_ns "$i")
+	while read -r mnt; do
+		[[ $mnt == */node$i/root ]] || continue
+		old=${mnt%/node"$i"/root}
+		pid=$(cat "$old/node$i/pid" 2>/dev/null) || pid=
+		if [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] &&
+			tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "node-init $old/node$i/root "; then
+			die "nodes: ab-node$i of $old is running (hack/nodes.sh down $old)"
+		fi
+		log "nodes: removing the nodes of a run that ended without down: $old"
+		cmd_down "$old"
+	done < <(findmnt -rn -t tmpfs -S "moby-ab-node$i" -o TARGET)
+	if [ -e "/run/netns/$ns" ]; then
+		[ -z "$(ip netns pids "$ns" 2>/dev/null)" ] ||
+			die "nodes: network namespace $ns is in use (nodes of another run? hack/nodes.sh down its DIR)"
+		log "nodes: removing network namespace $ns, left with nothing running in it"
+		ip netns del "$ns"
+	fi
+	# a veth goes with its peer's namespace; one still here has a live peer
+	! ip link show "ab-node$i" >/dev/null 2>&1 || die "nodes: link ab-node$i exists"
 }
 
 node_up() { # dir i
