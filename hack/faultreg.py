@@ -6,13 +6,21 @@ answers some blob downloads with faults, for tests of how pulls cope.
         --faults 503,429,reset,stall [--stall-seconds 3] [--log FILE]
 
 --faults is the plan: the first blob GETs get these faults, one each, in
-order; every later request is passed through untouched.
+order; every later request is passed through untouched. With --min-size,
+only GETs of blobs at least that large (bytes) take a fault.
   503, 429, 500...  answer with that status (429 with Retry-After: 1)
   reset             send the headers and half the body, then reset the connection
-  stall             send half the body, wait --stall-seconds, then close
-Each fault is logged as a line "FAULT <kind> <path>"; a summary of the
-requests seen, with the largest number of blob downloads in flight at once,
-goes to the log when the proxy ends (SIGTERM)."""
+  reset@F           break the response that carries the blob's byte at the fraction
+                    F (reset@0.9: at 90% of the blob, in a whole-blob response or
+                    in whichever range holds that byte) there
+  stall, stall@F    send half the body (or up to F), wait --stall-seconds, then close
+--conn-rate caps the body of every response at that rate per connection, as a
+CDN that limits each connection does.
+Each fault is logged as a line "FAULT <kind> <path>", and every blob response
+as "SENT <status> <body bytes> <path> <range asked for, or ->", so a test can
+count what the registry sent; a summary of the requests seen, with the largest
+number of blob downloads in flight at once, goes to the log when the proxy
+ends (SIGTERM)."""
 import argparse
 import http.client
 import http.server
@@ -26,8 +34,9 @@ import urllib.parse
 
 
 class Plan:
-    def __init__(self, faults):
+    def __init__(self, faults, min_size=0):
         self.faults = list(faults)
+        self.min_size = min_size
         self.lock = threading.Lock()
         self.seen = {"blob": 0, "other": 0, "faults": 0}
         self.active = 0
@@ -42,16 +51,18 @@ class Plan:
         with self.lock:
             self.active -= 1
 
-    def next_fault(self):
+    def next_fault(self, applies=lambda fault: True):
+        """The next fault of the plan if applies(it) says it is for this
+        request (which then uses it up), else None."""
         with self.lock:
             self.seen["blob"] += 1
-            if self.faults:
+            if self.faults and applies(self.faults[0]):
                 self.seen["faults"] += 1
                 return self.faults.pop(0)
             return None
 
 
-def make_handler(upstream, plan, stall_s, log):
+def make_handler(upstream, plan, stall_s, log, conn_rate=0):
     up = urllib.parse.urlsplit(upstream)
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -68,6 +79,23 @@ def make_handler(upstream, plan, stall_s, log):
                 self.close_connection = True
                 return
             super().handle_one_request()
+
+        def _write(self, data):
+            """The body, at most --conn-rate on this connection."""
+            if not conn_rate:
+                self.wfile.write(data)
+                return
+            start, step = time.monotonic(), 16 << 10
+            for i in range(0, len(data), step):
+                self.wfile.write(data[i:i + step])
+                ahead = start + (i + step) / conn_rate - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
+
+        def _sent(self, status, n):
+            with plan.lock:
+                log.write(f"SENT {status} {n} {self.path} {self.headers.get('Range') or '-'}\n")
+                log.flush()
 
         def _forward(self, body_limit=None, stall=False):
             conn = http.client.HTTPConnection(up.hostname, up.port or 80, timeout=60)
@@ -95,15 +123,27 @@ def make_handler(upstream, plan, stall_s, log):
                 return
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            blob = "/blobs/" in self.path
             if body_limit is None:
-                self.wfile.write(body)
+                self._write(body)
+                if blob:
+                    self._sent(r.status, len(body))
                 return
-            self.wfile.write(body[:body_limit])
+            self._write(body[:body_limit])
             self.wfile.flush()
+            if blob:
+                self._sent(r.status, min(body_limit, len(body)))
             if stall:
                 time.sleep(stall_s)
-            # reset: close with SO_LINGER 0, which sends RST
+            else:
+                # let the client read what was sent, so that it sees the
+                # reset itself (ECONNRESET), not a body cut short
+                time.sleep(0.5)
+            # reset: close with SO_LINGER 0, which sends RST (and no FIN
+            # before it: see Server.shutdown_request)
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            with plan.lock:
+                self.server.resets.add(self.connection)
             self.close_connection = True
 
         def do_HEAD(self):
@@ -121,7 +161,26 @@ def make_handler(upstream, plan, stall_s, log):
                 plan.leave()
 
         def _blob(self):
-            fault = plan.next_fault()
+            if plan.min_size and plan.faults and self._blob_size() < plan.min_size:
+                with plan.lock:
+                    plan.seen["blob"] += 1
+                return self._forward()
+            size = first = None
+            if any("@" in f for f in plan.faults[:1]):
+                size = self._blob_size()
+                first, last = self._range(size)
+
+            def applies(fault):
+                # reset@F and stall@F break the response that carries the
+                # blob's byte at F (a whole blob or one of its ranges)
+                if "@" not in fault:
+                    return True
+                if size is None:
+                    return False
+                at = int(size * float(fault.partition("@")[2]))
+                return first <= at <= last
+
+            fault = plan.next_fault(applies)
             if fault is None:
                 return self._forward()
             log.write(f"FAULT {fault} {self.path}\n")
@@ -136,9 +195,27 @@ def make_handler(upstream, plan, stall_s, log):
                 self.end_headers()
                 self.wfile.write(msg)
                 return
-            # reset or stall: half the blob, then the connection breaks
-            size = self._blob_size()
-            self._forward(body_limit=max(1, size // 2), stall=(fault == "stall"))
+            # reset or stall: half the body (or up to the blob's byte at F),
+            # then the connection breaks
+            kind, _, frac = fault.partition("@")
+            if frac:
+                limit = int(size * float(frac)) - first
+            else:
+                limit = self._blob_size() // 2
+            self._forward(body_limit=max(1, limit), stall=(kind == "stall"))
+
+        def _range(self, size):
+            """The first and last byte of the blob this GET asks for."""
+            v = (self.headers.get("Range") or "").strip()
+            if v.startswith("bytes=") and "," not in v:
+                a, _, b = v[len("bytes="):].partition("-")
+                try:
+                    first = int(a) if a else size - int(b)
+                    last = int(b) if a and b else size - 1
+                    return first, min(last, size - 1)
+                except ValueError:
+                    pass
+            return 0, size - 1
 
         def _blob_size(self):
             conn = http.client.HTTPConnection(up.hostname, up.port or 80, timeout=60)
@@ -150,23 +227,71 @@ def make_handler(upstream, plan, stall_s, log):
     return Handler
 
 
+def parse_rate(p, v):
+    """bytes per second from "8mbit", "500kbit", "1gbit" or bits per second; 0 if empty"""
+    if not v:
+        return 0
+    units = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "bit": 1}
+    for u, f in units.items():
+        if v.lower().endswith(u):
+            try:
+                r = float(v[: -len(u)]) * f / 8
+            except ValueError:
+                break
+            if r > 0:
+                return r
+            break
+    p.error(f"--conn-rate: {v!r} is not a rate: use e.g. 8mbit, 500kbit")
+
+
+class Server(http.server.ThreadingHTTPServer):
+    """Closes a connection to reset without the shutdown(SHUT_WR) that
+    socketserver sends first: a FIN would let the client see a short body
+    (an EOF) instead of the reset."""
+    daemon_threads = True
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.resets = set()
+
+    def shutdown_request(self, request):
+        if request in self.resets:
+            self.resets.discard(request)
+            self.close_request(request)
+            return
+        super().shutdown_request(request)
+
+
+def valid_break(f):
+    kind, at, frac = f.partition("@")
+    if kind not in ("reset", "stall"):
+        return False
+    if not at:
+        return True
+    try:
+        return 0 < float(frac) < 1
+    except ValueError:
+        return False
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--listen", required=True, help="address:port to listen on")
     p.add_argument("--upstream", required=True, help="the real registry, e.g. http://10.199.0.1:5000")
     p.add_argument("--faults", default="", help="comma-separated plan, e.g. 503,429,reset,stall")
+    p.add_argument("--min-size", type=int, default=0, help="only blobs of at least this many bytes take a fault")
     p.add_argument("--stall-seconds", type=float, default=3.0)
+    p.add_argument("--conn-rate", default="", help="cap each connection's response bodies, e.g. 8mbit (a CDN's per-connection cap)")
     p.add_argument("--log", help="log file (default stderr)")
     a = p.parse_args()
     faults = [f.strip() for f in a.faults.split(",") if f.strip()]
     for f in faults:
-        if not (f in ("reset", "stall") or (f.isdigit() and 400 <= int(f) <= 599)):
-            p.error(f"--faults: unknown fault {f!r}: use an HTTP status 400-599, reset or stall")
+        if not (valid_break(f) or (f.isdigit() and 400 <= int(f) <= 599)):
+            p.error(f"--faults: unknown fault {f!r}: use an HTTP status 400-599, reset[@F] or stall[@F] (0 < F < 1)")
     log = open(a.log, "a") if a.log else sys.stderr
     host, port = a.listen.rsplit(":", 1)
-    plan = Plan(faults)
-    srv = http.server.ThreadingHTTPServer((host, int(port)), make_handler(a.upstream, plan, a.stall_seconds, log))
-    srv.daemon_threads = True
+    plan = Plan(faults, a.min_size)
+    srv = Server((host, int(port)), make_handler(a.upstream, plan, a.stall_seconds, log, parse_rate(p, a.conn_rate)))
 
     def stop(*_):
         log.write(f"SUMMARY blob_requests={plan.seen['blob']} other_requests={plan.seen['other']} "
