@@ -6,12 +6,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from . import units
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HACK = os.path.join(ROOT, "hack")
 REGISTRY = "10.199.0.1:5000"
+# hack/faultreg.py in front of the registry, where a suite asks for one
+REGISTRY_PROXY = "10.199.0.1:5001"
 # where hack/lib.sh keeps the test hosts' state (AB_RUN, AB_VAR, AB_PREFIX there)
 AB_RUN = os.environ.get("AB_RUN", "/run/moby-ab")
 AB_VAR = os.environ.get("AB_VAR", "/var/lib/moby-ab")
@@ -154,6 +157,43 @@ def registry_up():
 
 def registry_down():
     sh(os.path.join(HACK, "registry.sh"), "down", check=False)
+
+
+class RegistryProxy:
+    """hack/faultreg.py at REGISTRY_PROXY in the registry's namespace, in
+    front of the registry, started with args (e.g. ["--conn-rate",
+    "8000000bit"]); stopped, by its PID, when the block ends."""
+
+    def __init__(self, args, log):
+        self.args, self.log, self.proc = list(args), log, None
+
+    def __enter__(self):
+        logf = open(self.log, "ab")
+        self.proc = subprocess.Popen(
+            ["nsenter", "--net=/run/netns/ab-reg", "python3", os.path.join(HACK, "faultreg.py"),
+             "--listen", REGISTRY_PROXY, "--upstream", f"http://{REGISTRY}", "--log", self.log] + self.args,
+            stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True)
+        logf.close()
+        probe = ["nsenter", "--net=/run/netns/ab-reg", "curl", "-fs", "-o", "/dev/null",
+                 f"http://{REGISTRY_PROXY}/v2/"]
+        for _ in range(50):
+            if self.proc.poll() is not None:
+                break
+            if subprocess.run(probe, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+                return self
+            time.sleep(0.2)
+        self.__exit__(None, None, None)
+        raise HostError(f"the registry proxy did not start (log: {self.log})")
+
+    def __exit__(self, *exc):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return False
 
 
 def link_args(flavour, profile, backend="auto"):

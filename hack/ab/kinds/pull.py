@@ -16,6 +16,7 @@ arms: the patched daemon learns per registry and keeps it on disk; arm
 (warm-ups included), arm "fresh" pulls right after a restart with that
 state removed (first contact), after which the learned state is put back.
 A fresh cell has "arm": "fresh"; a learned one has no arm field."""
+import contextlib
 import json
 import os
 import re
@@ -51,6 +52,9 @@ class Profile:
     loss_pct: float = 0.0
     jitter_ms: float = 0.0
     queue: int = 1000  # packets
+    # the registry caps each connection at this rate (a CDN's
+    # per-connection limit): hack/faultreg.py in front of it; None: no cap
+    conn_rate_bits_per_s: int = None
 
 
 @dataclass
@@ -106,11 +110,12 @@ def _warmup(v, d):
 
 def profile(v, p, i):
     w = ("profile", i)
-    v.keys(p, w, ("name", "rtt", "rate", "loss", "jitter", "queue"), ("name",), "[[profile]]")
+    v.keys(p, w, ("name", "rtt", "rate", "loss", "jitter", "queue", "conn_rate"), ("name",), "[[profile]]")
     prof = Profile(name=v.typed(p["name"], str, w + ("name",), "a string"))
     # parsed once, here: the link gets plain numbers (hosts.link_args)
     for k, attr, fn in (("rtt", "rtt_ms", units.milliseconds), ("rate", "rate_bits_per_s", units.bits_per_second),
-                        ("loss", "loss_pct", units.percentage), ("jitter", "jitter_ms", units.milliseconds)):
+                        ("loss", "loss_pct", units.percentage), ("jitter", "jitter_ms", units.milliseconds),
+                        ("conn_rate", "conn_rate_bits_per_s", units.bits_per_second)):
         if k in p:
             setattr(prof, attr, fn(v.unit(fn, v.typed(p[k], str, w + (k,), "a string"), w + (k,))))
     if "queue" in p:
@@ -150,15 +155,25 @@ def run(r):
         rec = link["profiles"][prof.name] = {"configured": {
             "rtt_ms": prof.rtt_ms, "rate_bits_per_s": prof.rate_bits_per_s, "loss_pct": prof.loss_pct,
             "jitter_ms": prof.jitter_ms, "queue_packets": prof.queue}, "measured": {}}
+        if prof.conn_rate_bits_per_s:
+            rec["configured"]["registry_conn_rate_bits_per_s"] = prof.conn_rate_bits_per_s
         for f in r.daemons:
             hosts.link_up(f, prof, backend)
             # what the link does, as measured: the round trip now, the
             # emulator's counters when it comes down
             rec["measured"][f] = {"rtt_ms": hosts.link_rtt_ms(f)}
         r.results.save()
+        proxy = contextlib.nullcontext()
+        prefs = refs
+        if prof.conn_rate_bits_per_s:
+            # the registry behind a proxy that caps each connection
+            proxy = hosts.RegistryProxy(["--conn-rate", f"{prof.conn_rate_bits_per_s}bit"],
+                                        os.path.join(r.tmp, f"proxy-{prof.name}.log"))
+            prefs = {k: ref.replace(hosts.REGISTRY, hosts.REGISTRY_PROXY, 1) for k, ref in refs.items()}
         try:
-            for img in s.images:
-                pull_image(r, variants, prof, img, refs[img.name], prog)
+            with proxy:
+                for img in s.images:
+                    pull_image(r, variants, prof, img, prefs[img.name], prog)
         finally:
             for f in r.daemons:
                 counters = os.path.join(r.tmp, f"link-{f}.json")
@@ -301,10 +316,13 @@ def link_table(doc):
             lost = sum(v.get("Lost", 0) for v in dirs)
             drops = sum(v.get("QueueDrops", 0) for v in dirs)
             rate = c.get("rate_bits_per_s")
+            rate = f"{rate / 1e6:g} Mbit/s" if rate else "unlimited"
+            if c.get("registry_conn_rate_bits_per_s"):
+                rate += f"; the registry {c['registry_conn_rate_bits_per_s'] / 1e6:g} Mbit/s per connection"
             lines.append("| {} | {} | {} ms | {} | {} | {}% | {} | {} | {} |".format(
                 name, f, units.plain(c.get("rtt_ms", 0)),
                 f"{m['rtt_ms']:.1f} ms" if m.get("rtt_ms") is not None else "failed",
-                f"{rate / 1e6:g} Mbit/s" if rate else "unlimited", units.plain(c.get("loss_pct", 0)),
+                rate, units.plain(c.get("loss_pct", 0)),
                 pk if dirs else "-", f"{lost} ({100 * lost / max(1, pk + lost):.2f}%)" if dirs else "-",
                 drops if dirs else "-"))
     return "\n".join(lines) + "\n"

@@ -25,6 +25,13 @@ class PullSuiteTest(SuiteErrors, unittest.TestCase):
         msg = self.error(GOOD.replace('"512KiB"', '"512kb"'))
         self.assertIn("bad size '512kb'", msg)
 
+    def test_conn_rate(self):
+        self.assertIsNone(load(GOOD).profiles[0].conn_rate_bits_per_s)
+        s = load(GOOD.replace('rate = "100mbit"', 'rate = "100mbit"\nconn_rate = "8mbit"'))
+        self.assertEqual(s.profiles[0].conn_rate_bits_per_s, 8_000_000)
+        msg = self.error(GOOD.replace('rate = "100mbit"', 'rate = "100mbit"\nconn_rate = "8 Mbps"'))
+        self.assertIn("conn_rate", msg)
+
     def test_warmup(self):
         self.assertEqual(load(GOOD.replace("repetitions = 2", "repetitions = 2\nwarmup = 1")).warmup, 1)
         self.assertEqual(load(GOOD).warmup, 0)
