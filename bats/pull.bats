@@ -326,7 +326,7 @@ h.push_random_image("ab/pull-capped", "v1", [48 << 20], seed=48)') >/dev/null
 		if [ "$flavour" = stock ]; then
 			[ "$ranges" = 0 ]
 		else
-			[ "$ranges" -ge 6 ] # 48 MiB in ranges of 8 MiB
+			[ "$ranges" -ge 12 ] # 48 MiB in ranges of 4 MiB (first contact)
 			[ "$peak" -ge 2 ]
 		fi
 		rm -f "$BATS_TEST_TMPDIR/faults.log"
