@@ -16,7 +16,7 @@ setup_file() {
 	)
 	# An HTTP server in the registry's namespace, at the registry's address.
 	cd "$SRV_DIR"
-	setsid nsenter --net=/run/netns/ab-reg python3 -m http.server 5000 --bind 10.199.0.1 \
+	setsid nsenter --net=/run/netns/ab-reg python3 -m http.server 5000 --bind 0.0.0.0 \
 		</dev/null >/dev/null 2>&1 &
 	echo $! >"$BATS_FILE_TMPDIR/httpd.pid"
 	cd - >/dev/null
@@ -27,6 +27,7 @@ setup_file() {
 }
 
 teardown_file() {
+	"$AB_ROOT/hack/link.sh" down stock --second || true
 	"$AB_ROOT/hack/link.sh" down stock || true
 	kill "$(cat "$BATS_FILE_TMPDIR/httpd.pid")" 2>/dev/null || true
 	ip netns del ab-stock 2>/dev/null || true
@@ -37,11 +38,11 @@ setup() {
 	load_libs
 }
 
-# median of the connect times (ms) of n requests
+# median of the connect times (ms) of n requests [to addr]
 connect_ms() {
 	local i
 	for i in $(seq 1 "$1"); do
-		in_ns stock curl -fs -o /dev/null -w '%{time_connect}\n' http://10.199.0.1:5000/
+		in_ns stock curl -fs -o /dev/null -w '%{time_connect}\n' "http://${2:-10.199.0.1}:5000/"
 	done | sort -n | awk '{ v[NR] = $1 } END { printf "%.1f\n", v[int((NR + 1) / 2)] * 1000 }'
 }
 
@@ -85,6 +86,22 @@ within() { # value lo hi
 	"$AB_ROOT/hack/link.sh" down stock
 	ms=$(connect_ms 3)
 	within "$ms" 0 10
+}
+
+@test "link: a second link to the registry's second address, with a round trip of its own" {
+	"$AB_ROOT/hack/link.sh" up stock --rtt 20ms --rate 100mbit
+	"$AB_ROOT/hack/link.sh" up stock --second --rtt 80ms --rate 50mbit
+	one=$(connect_ms 5)
+	two=$(connect_ms 5 10.199.0.2)
+	echo "# first link ${one} ms for 20 ms, second ${two} ms for 80 ms" >&3
+	within "$one" 18 22
+	within "$two" 72 88
+	"$AB_ROOT/hack/link.sh" down stock
+	"$AB_ROOT/hack/link.sh" down stock --second
+	ms=$(connect_ms 3 10.199.0.2)
+	within "$ms" 0 10
+	run ip -n ab-stock link show ab-stock-up2
+	assert_failure
 }
 
 @test "link: bad options are refused with a reason" {

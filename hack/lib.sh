@@ -105,6 +105,11 @@ REG_NS=ab-reg
 REG_ADDR=10.199.0.1
 REG_PORT=5000
 REGISTRY=$REG_ADDR:$REG_PORT
+# The same registry at a second address: to a daemon, a second registry
+# (another host:port), which hack/link.sh --second can put behind a link of
+# its own.
+REG_ADDR2=10.199.0.2
+REGISTRY2=$REG_ADDR2:$REG_PORT
 
 flavour_index() {
 	case "$1" in
@@ -129,12 +134,15 @@ ab_path() { echo "$AB_ROOT/bin:$AB_PREFIX/bin:/usr/local/sbin:/usr/local/bin:/us
 
 ns_exists() { [ -e "/run/netns/$1" ]; }
 
-# Create the registry's namespace (idempotent): lo carries $REG_ADDR.
+# Create the registry's namespace (idempotent): lo carries $REG_ADDR and
+# $REG_ADDR2.
 ensure_reg_ns() {
-	ns_exists "$REG_NS" && return 0
-	ip netns add "$REG_NS"
-	ip -n "$REG_NS" link set lo up
-	ip -n "$REG_NS" addr add "$REG_ADDR/32" dev lo
+	if ! ns_exists "$REG_NS"; then
+		ip netns add "$REG_NS"
+		ip -n "$REG_NS" link set lo up
+		ip -n "$REG_NS" addr add "$REG_ADDR/32" dev lo
+	fi
+	ip -n "$REG_NS" addr replace "$REG_ADDR2/32" dev lo
 }
 
 # Create a flavour's network namespace (a "test host") and link it to the
@@ -167,7 +175,11 @@ link_flavour_to_reg() {
 	ns=$(flavour_ns "$f")
 	ns_exists "$ns" || return 0
 	ensure_reg_ns
-	ip -n "$ns" link show "ab-$f-up" >/dev/null 2>&1 && return 0
+	if ip -n "$ns" link show "ab-$f-up" >/dev/null 2>&1; then
+		# an existing route (the second link's) stays
+		ip -n "$ns" route add "$REG_ADDR2/32" via "10.199.$i.1" 2>/dev/null || true
+		return 0
+	fi
 	# a registry-side end left by a namespace that outlived its deletion
 	ip -n "$REG_NS" link del "ab-$f-reg" 2>/dev/null || true
 	ip link add "ab-$f-up" netns "$ns" type veth peer name "ab-$f-reg" netns "$REG_NS"
@@ -176,4 +188,5 @@ link_flavour_to_reg() {
 	ip -n "$ns" link set "ab-$f-up" up
 	ip -n "$REG_NS" link set "ab-$f-reg" up
 	ip -n "$ns" route add "$REG_ADDR/32" via "10.199.$i.1"
+	ip -n "$ns" route add "$REG_ADDR2/32" via "10.199.$i.1"
 }

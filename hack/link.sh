@@ -2,9 +2,15 @@
 # Emulate a WAN link between a flavour's test host and the registry.
 #
 #   hack/link.sh up <flavour> [--rtt-ms 35] [--rate-bits-per-s 100000000] [--loss-pct 0]
-#                             [--jitter-ms 0] [--queue 1000] [--backend auto|tun|netem]
-#   hack/link.sh down <flavour> [--stats-to FILE]   FILE: the emulator's counters (JSON)
+#                             [--jitter-ms 0] [--queue 1000] [--backend auto|tun|netem] [--second]
+#   hack/link.sh down <flavour> [--stats-to FILE] [--second]   FILE: the emulator's counters (JSON)
 #   hack/link.sh backend          which backend `auto` picks here
+#
+# --second: the link to the registry's second address ($REGISTRY2, the same
+# registry, to a daemon another one), over a veth pair of its own
+# (10.199.<10+i>.2 <-> .1), so that a test host reaches two registries over
+# two links with properties of their own. Down, $REGISTRY2 is reached over the
+# first veth again, unemulated.
 #
 # The link takes plain numbers: milliseconds, bits per second, percent,
 # packets (the harness parses a suite's units once, in hack/ab/units.py).
@@ -61,11 +67,33 @@ build_linkemu() {
 	fi
 }
 
+# second_veth f: the second link's own veth pair (idempotent), and the
+# route to $REG_ADDR2 over it.
+second_veth() {
+	local f=$1 i ns
+	i=$(flavour_index "$f")
+	ns=$(flavour_ns "$f")
+	if ! ip -n "$ns" link show "ab-$f-up2" >/dev/null 2>&1; then
+		ip -n "$REG_NS" link del "ab-$f-reg2" 2>/dev/null || true
+		ip link add "ab-$f-up2" netns "$ns" type veth peer name "ab-$f-reg2" netns "$REG_NS"
+		ip -n "$ns" addr add "10.199.$((10 + i)).2/30" dev "ab-$f-up2"
+		ip -n "$REG_NS" addr add "10.199.$((10 + i)).1/30" dev "ab-$f-reg2"
+		ip -n "$ns" link set "ab-$f-up2" up
+		ip -n "$REG_NS" link set "ab-$f-reg2" up
+	fi
+	ip -n "$ns" route replace "$REG_ADDR2/32" via "10.199.$((10 + i)).1"
+}
+
 cmd_up() {
-	local f=$1 rtt_ms=0 rate="" loss_pct=0 jitter_ms=0 queue=1000 backend=auto
+	local f=$1 rtt_ms=0 rate="" loss_pct=0 jitter_ms=0 queue=1000 backend=auto second=""
 	shift
 	while [ $# -gt 0 ]; do
 		case "$1" in
+		--second)
+			second=2
+			shift
+			continue
+			;;
 		--rtt-ms) rtt_ms=$(number "$1" "$2") || exit 1 ;;
 		--rate-bits-per-s) rate=$(number "$1" "$2") || exit 1 ;;
 		--loss-pct) loss_pct=$(number "$1" "$2") || exit 1 ;;
@@ -80,19 +108,25 @@ cmd_up() {
 		esac
 		shift 2 || die "link up: $1 needs a value"
 	done
-	local i ns one_way
+	local i ns one_way name=link$second-$f dest=$REG_ADDR host_i
 	i=$(flavour_index "$f")
+	host_i=$i
 	ns=$(flavour_ns "$f")
 	ns_exists "$ns" || die "link: no test host for $f (start it with hack/daemon.sh up $f)"
-	cmd_down "$f" 2>/dev/null
+	cmd_down "$f" ${second:+--second} 2>/dev/null
 	link_flavour_to_reg "$f"
+	if [ -n "$second" ]; then
+		second_veth "$f"
+		dest=$REG_ADDR2
+		host_i=$((10 + i))
+	fi
 	one_way=$(awk -v r="$rtt_ms" 'BEGIN { printf "%.3f", r / 2 }')
 	backend=$(pick_backend "$backend")
 	mkdir -p "$AB_RUN"
 	case "$backend" in
 	netem)
 		local dev side args
-		for side in "$ns ab-$f-up" "$REG_NS ab-$f-reg"; do
+		for side in "$ns ab-$f-up$second" "$REG_NS ab-$f-reg$second"; do
 			read -r side dev <<<"$side"
 			args=(delay "${one_way}ms")
 			[ "$jitter_ms" = 0 ] || args+=("${jitter_ms}ms")
@@ -100,14 +134,14 @@ cmd_up() {
 			[ -z "$rate" ] || args+=(rate "${rate}bit")
 			tc -n "$side" qdisc replace dev "$dev" root netem "${args[@]}"
 		done
-		echo netem >"$AB_RUN/link-$f.backend"
+		echo netem >"$AB_RUN/$name.backend"
 		;;
 	tun)
 		build_linkemu
-		local a=abl-$f b=abr-$f pidfile=$AB_RUN/link-$f.pid out=$AB_RUN/link-$f.out
+		local a=abl$second-$f b=abr$second-$f pidfile=$AB_RUN/$name.pid out=$AB_RUN/$name.out
 		setsid "$LINKEMU" -a "/run/netns/$ns:$a" -b "/run/netns/$REG_NS:$b" \
 			-delay "${one_way}ms" -jitter "${jitter_ms}ms" -rate "$rate" -loss "${loss_pct}%" -queue "$queue" \
-			-stats "$AB_RUN/link-$f.stats.json" </dev/null >"$out" 2>&1 &
+			-stats "$AB_RUN/$name.stats.json" </dev/null >"$out" 2>&1 &
 		echo $! >"$pidfile"
 		for _ in $(seq 1 50); do
 			grep -q ready "$out" 2>/dev/null && break
@@ -119,50 +153,71 @@ cmd_up() {
 		ip netns exec "$REG_NS" sysctl -qw net.ipv4.conf.all.rp_filter=0 "net.ipv4.conf.$b.rp_filter=0"
 		ip -n "$ns" link set "$a" up
 		ip -n "$REG_NS" link set "$b" up
-		ip -n "$ns" route replace "$REG_ADDR/32" dev "$a" src "10.199.$i.2"
-		ip -n "$REG_NS" route replace "10.199.$i.2/32" dev "$b"
-		echo tun >"$AB_RUN/link-$f.backend"
+		ip -n "$ns" route replace "$dest/32" dev "$a" src "10.199.$host_i.2"
+		ip -n "$REG_NS" route replace "10.199.$host_i.2/32" dev "$b"
+		echo tun >"$AB_RUN/$name.backend"
 		;;
 	esac
-	log "link $f: $backend, rtt ${rtt_ms} ms, rate ${rate:-unlimited}${rate:+ bit/s}, loss ${loss_pct}%, jitter ${jitter_ms} ms, queue $queue"
+	log "link $f${second:+ (second, to $REGISTRY2)}: $backend, rtt ${rtt_ms} ms, rate ${rate:-unlimited}${rate:+ bit/s}, loss ${loss_pct}%, jitter ${jitter_ms} ms, queue $queue"
 }
 
 cmd_down() {
-	local f=$1 stats_to=${3:-} i ns pid
-	[ "${2:-}" = "" ] || [ "$2" = --stats-to ] || die "link down: unknown option '$2'"
+	local f=$1 stats_to="" second="" i ns pid name
+	shift
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--stats-to)
+			[ $# -ge 2 ] || die "link down: --stats-to needs a file"
+			stats_to=$2
+			shift 2
+			;;
+		--second)
+			second=2
+			shift
+			;;
+		*) die "link down: unknown option '$1'" ;;
+		esac
+	done
+	name=link$second-$f
 	i=$(flavour_index "$f")
 	ns=$(flavour_ns "$f")
-	case "$(cat "$AB_RUN/link-$f.backend" 2>/dev/null)" in
+	case "$(cat "$AB_RUN/$name.backend" 2>/dev/null)" in
 	netem)
 		# What each end's qdisc sent and dropped.
 		if [ -n "$stats_to" ]; then
-			jq -n --argjson up "$(tc -n "$ns" -s -j qdisc show dev "ab-$f-up" 2>/dev/null || echo null)" \
-				--argjson reg "$(tc -n "$REG_NS" -s -j qdisc show dev "ab-$f-reg" 2>/dev/null || echo null)" \
+			jq -n --argjson up "$(tc -n "$ns" -s -j qdisc show dev "ab-$f-up$second" 2>/dev/null || echo null)" \
+				--argjson reg "$(tc -n "$REG_NS" -s -j qdisc show dev "ab-$f-reg$second" 2>/dev/null || echo null)" \
 				'{backend: "netem", host_side: $up, registry_side: $reg}' >"$stats_to" || true
 		fi
-		tc -n "$ns" qdisc del dev "ab-$f-up" root 2>/dev/null || true
-		tc -n "$REG_NS" qdisc del dev "ab-$f-reg" root 2>/dev/null || true
+		tc -n "$ns" qdisc del dev "ab-$f-up$second" root 2>/dev/null || true
+		tc -n "$REG_NS" qdisc del dev "ab-$f-reg$second" root 2>/dev/null || true
 		;;
 	tun)
-		pid=$(cat "$AB_RUN/link-$f.pid" 2>/dev/null || true)
+		pid=$(cat "$AB_RUN/$name.pid" 2>/dev/null || true)
 		if [ -n "$pid" ] && [ "$(pid_exe "$pid")" = "$LINKEMU" ]; then
 			kill -TERM "$pid"
 			for _ in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
 		fi
 		# What each direction carried, from linkemu's counters.
-		if [ -f "$AB_RUN/link-$f.stats.json" ]; then
-			jq -r --arg f "$f" 'to_entries[] | "link \($f): \(.key): \(.value.Packets) packets, \(.value.Lost) lost (\(if .value.Packets + .value.Lost > 0 then (1000 * .value.Lost / (.value.Packets + .value.Lost) | round / 10) else 0 end)%), \(.value.QueueDrops) queue drops"' \
-				"$AB_RUN/link-$f.stats.json" >&2
-			[ -z "$stats_to" ] || jq '{backend: "tun"} + .' "$AB_RUN/link-$f.stats.json" >"$stats_to" || true
+		if [ -f "$AB_RUN/$name.stats.json" ]; then
+			jq -r --arg f "$f$second" 'to_entries[] | "link \($f): \(.key): \(.value.Packets) packets, \(.value.Lost) lost (\(if .value.Packets + .value.Lost > 0 then (1000 * .value.Lost / (.value.Packets + .value.Lost) | round / 10) else 0 end)%), \(.value.QueueDrops) queue drops"' \
+				"$AB_RUN/$name.stats.json" >&2
+			[ -z "$stats_to" ] || jq '{backend: "tun"} + .' "$AB_RUN/$name.stats.json" >"$stats_to" || true
 		fi
 		# The TUN devices and their routes went with the process; route the
 		# registry through the veth again.
-		if ns_exists "$ns"; then
+		if ns_exists "$ns" && [ -z "$second" ]; then
 			ip -n "$ns" route replace "$REG_ADDR/32" via "10.199.$i.1" 2>/dev/null || true
 		fi
 		;;
 	esac
-	rm -f "$AB_RUN/link-$f.backend" "$AB_RUN/link-$f.pid" "$AB_RUN/link-$f.out" "$AB_RUN/link-$f.stats.json"
+	# The second link's veth goes with it: its registry address is reached
+	# over the first veth again.
+	if [ -n "$second" ] && ns_exists "$ns"; then
+		ip -n "$ns" link del "ab-$f-up2" 2>/dev/null || true
+		ip -n "$ns" route replace "$REG_ADDR2/32" via "10.199.$i.1" 2>/dev/null || true
+	fi
+	rm -f "$AB_RUN/$name.backend" "$AB_RUN/$name.pid" "$AB_RUN/$name.out" "$AB_RUN/$name.stats.json"
 }
 
 [ "$(id -u)" = 0 ] || die "hack/link.sh needs root (network namespaces)"

@@ -15,6 +15,10 @@ HACK = os.path.join(ROOT, "hack")
 REGISTRY = "10.199.0.1:5000"
 # hack/faultreg.py in front of the registry, where a suite asks for one
 REGISTRY_PROXY = "10.199.0.1:5001"
+# the same registry at a second address (hack/lib.sh REGISTRY2): to a daemon,
+# a second registry, reached over a link of its own (hack/link.sh --second)
+REGISTRY2 = "10.199.0.2:5000"
+REGISTRY2_PROXY = "10.199.0.2:5001"
 # where hack/lib.sh keeps the test hosts' state (AB_RUN, AB_VAR, AB_PREFIX there)
 AB_RUN = os.environ.get("AB_RUN", "/run/moby-ab")
 AB_VAR = os.environ.get("AB_VAR", "/var/lib/moby-ab")
@@ -133,14 +137,16 @@ def pingpong_binary():
     return path
 
 
-def served_bytes(flavour):
+def served_bytes(flavour, second=False):
     """Bytes the registry's namespace has sent towards flavour's test host:
     the transmit counters of its interfaces to that host (the veth, and
-    the emulated link's TUN device when there is one)."""
+    the emulated link's TUN device when there is one); second: over the
+    second link's (hack/link.sh --second)."""
     p = sh("ip", "-n", "ab-reg", "-j", "-s", "link", "show")
+    names = (f"ab-{flavour}-reg2", f"abr2-{flavour}") if second else (f"ab-{flavour}-reg", f"abr-{flavour}")
     total = 0
     for link in json.loads(p.stdout or "[]"):
-        if link.get("ifname") in (f"ab-{flavour}-reg", f"abr-{flavour}"):
+        if link.get("ifname") in names:
             total += link.get("stats64", {}).get("tx", {}).get("bytes", 0)
     return total
 
@@ -164,18 +170,18 @@ class RegistryProxy:
     front of the registry, started with args (e.g. ["--conn-rate",
     "8000000bit"]); stopped, by its PID, when the block ends."""
 
-    def __init__(self, args, log):
-        self.args, self.log, self.proc = list(args), log, None
+    def __init__(self, args, log, listen=REGISTRY_PROXY):
+        self.args, self.log, self.listen, self.proc = list(args), log, listen, None
 
     def __enter__(self):
         logf = open(self.log, "ab")
         self.proc = subprocess.Popen(
             ["nsenter", "--net=/run/netns/ab-reg", "python3", os.path.join(HACK, "faultreg.py"),
-             "--listen", REGISTRY_PROXY, "--upstream", f"http://{REGISTRY}", "--log", self.log] + self.args,
+             "--listen", self.listen, "--upstream", f"http://{REGISTRY}", "--log", self.log] + self.args,
             stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True)
         logf.close()
         probe = ["nsenter", "--net=/run/netns/ab-reg", "curl", "-fs", "-o", "/dev/null",
-                 f"http://{REGISTRY_PROXY}/v2/"]
+                 f"http://{self.listen}/v2/"]
         for _ in range(50):
             if self.proc.poll() is not None:
                 break
@@ -196,25 +202,30 @@ class RegistryProxy:
         return False
 
 
-def link_args(flavour, profile, backend="auto"):
-    """hack/link.sh's arguments for a [[profile]]: plain numbers, parsed once
-    from the suite's units (ab.units)."""
+def link_args(flavour, profile, backend="auto", second=False):
+    """hack/link.sh's arguments for a [[profile]] (or its second link): plain
+    numbers, parsed once from the suite's units (ab.units)."""
     args = [os.path.join(HACK, "link.sh"), "up", flavour, "--rtt-ms", units.plain(profile.rtt_ms),
             "--loss-pct", units.plain(profile.loss_pct), "--jitter-ms", units.plain(profile.jitter_ms),
             "--queue", str(profile.queue), "--backend", backend]
     if profile.rate_bits_per_s is not None:
         args += ["--rate-bits-per-s", units.plain(profile.rate_bits_per_s)]
+    if second:
+        args.append("--second")
     return args
 
 
-def link_up(flavour, profile, backend="auto"):
-    sh(*link_args(flavour, profile, backend))
+def link_up(flavour, profile, backend="auto", second=False):
+    sh(*link_args(flavour, profile, backend, second))
 
 
-def link_down(flavour, stats_to=None):
-    """Take flavour's emulated link down; with stats_to, the emulator's
-    counters (per direction) are written there as JSON."""
+def link_down(flavour, stats_to=None, second=False):
+    """Take flavour's emulated link (second: its second link) down; with
+    stats_to, the emulator's counters (per direction) are written there as
+    JSON."""
     args = ["--stats-to", stats_to] if stats_to else []
+    if second:
+        args.append("--second")
     sh(os.path.join(HACK, "link.sh"), "down", flavour, *args, check=False)
 
 
@@ -231,11 +242,11 @@ print(round(statistics.median(rtts), 2))
 """
 
 
-def link_rtt_ms(flavour, count=5):
+def link_rtt_ms(flavour, count=5, registry=REGISTRY):
     """The round trip from flavour's test host to the registry as measured:
     the median time of count TCP handshakes with it (connect() returns after
     SYN and SYN-ACK: one round trip), or None when they fail."""
-    host, port = REGISTRY.split(":")
+    host, port = registry.split(":")
     p = sh("nsenter", f"--net=/run/netns/ab-{flavour}", sys.executable, "-c", _RTT_PROBE, host, port, str(count),
            check=False, timeout=120)
     try:

@@ -11,6 +11,13 @@ sample), else the sample fails. Before each pull the image and its content
 are removed, kept-alive connections to the registry aborted, and the
 kernel's TCP metrics cache flushed in both namespaces.
 
+A [[profile]] with a [profile.second] table has two registries: the same
+images, of other random bytes, come from a second registry (the registry at
+its second address, hosts.REGISTRY2) over a link of their own, and every
+pull pulls both at once: its time is until both are in. Stock's one
+daemon-wide limit is shared by the two; the patched daemon's per-registry
+limits are not. The coldness check holds for each link.
+
 arms: the patched daemon learns per registry and keeps it on disk; arm
 "learned" pulls with what it learned from the suite's earlier pulls
 (warm-ups included), arm "fresh" pulls right after a restart with that
@@ -55,6 +62,9 @@ class Profile:
     # the registry caps each connection at this rate (a CDN's
     # per-connection limit): hack/faultreg.py in front of it; None: no cap
     conn_rate_bits_per_s: int = None
+    # [profile.second]: the link to a second registry, pulled from at the
+    # same time; None: one registry
+    second: "Profile" = None
 
 
 @dataclass
@@ -108,10 +118,24 @@ def _warmup(v, d):
     return w
 
 
+LINK_KEYS = ("rtt", "rate", "loss", "jitter", "queue", "conn_rate")
+
+
 def profile(v, p, i):
     w = ("profile", i)
-    v.keys(p, w, ("name", "rtt", "rate", "loss", "jitter", "queue", "conn_rate"), ("name",), "[[profile]]")
+    v.keys(p, w, ("name",) + LINK_KEYS + ("second",), ("name",), "[[profile]]")
     prof = Profile(name=v.typed(p["name"], str, w + ("name",), "a string"))
+    link(v, p, w, prof)
+    if "second" in p:
+        sec = v.typed(p["second"], dict, w + ("second",), "a table of link keys")
+        v.keys(sec, w + ("second",), LINK_KEYS, (), "[profile.second]")
+        prof.second = Profile(name=prof.name + " (second registry)")
+        link(v, sec, w + ("second",), prof.second)
+    return prof
+
+
+def link(v, p, w, prof):
+    """A link's keys of table p (at w) into prof."""
     # parsed once, here: the link gets plain numbers (hosts.link_args)
     for k, attr, fn in (("rtt", "rtt_ms", units.milliseconds), ("rate", "rate_bits_per_s", units.bits_per_second),
                         ("loss", "loss_pct", units.percentage), ("jitter", "jitter_ms", units.milliseconds),
@@ -120,7 +144,6 @@ def profile(v, p, i):
             setattr(prof, attr, fn(v.unit(fn, v.typed(p[k], str, w + (k,), "a string"), w + (k,))))
     if "queue" in p:
         prof.queue = v.typed(p["queue"], int, w + ("queue",), "packets, a non-negative integer")
-    return prof
 
 
 def image(v, p, i):
@@ -139,55 +162,83 @@ def run(r):
     """Push the images, then per link: every variant of every flavour pulls
     each image cold, warm-up pulls first, the repetitions in ABAB order."""
     s = r.s
-    refs = {}
+    refs, refs2 = {}, {}
     r.results.doc["images"] = {}
+    two = any(p.second for p in s.profiles)
     for i, img in enumerate(s.images):
         sys.stderr.write(f"==> image {img.name}: {len(img.layers)} layers, {units.human_size(img.total)}, pushing\n")
         repo = "ab-pull/" + re.sub(r"[^a-z0-9]+", "-", img.name.lower()).strip("-")
         refs[img.name] = hosts.push_random_image(repo, "v1", img.layers, seed=i + 1)
         r.results.doc["images"][img.name] = {"ref": refs[img.name], "layers": img.layers, "bytes": img.total}
+        if two:
+            # other bytes, so that nothing of it is in the daemon already
+            ref2 = hosts.push_random_image(repo + "-second", "v1", img.layers, seed=1000 + i + 1)
+            refs2[img.name] = ref2.replace(hosts.REGISTRY, hosts.REGISTRY2, 1)
+            r.results.doc["images"][img.name]["second_ref"] = refs2[img.name]
     variants = [(f, p, a) for f in s.flavours for p in s.flavours[f].variants()
                 for a in (s.arms if f == "patched" else [None])]
     prog = Progress(len(s.profiles) * len(s.images) * s.repetitions * len(variants))
     backend = hosts.link_backend(s.link_backend)
     link = r.results.doc["link"] = {"backend": backend, "profiles": {}}
     for prof in s.profiles:
-        rec = link["profiles"][prof.name] = {"configured": {
-            "rtt_ms": prof.rtt_ms, "rate_bits_per_s": prof.rate_bits_per_s, "loss_pct": prof.loss_pct,
-            "jitter_ms": prof.jitter_ms, "queue_packets": prof.queue}, "measured": {}}
-        if prof.conn_rate_bits_per_s:
-            rec["configured"]["registry_conn_rate_bits_per_s"] = prof.conn_rate_bits_per_s
+        rec = link["profiles"][prof.name] = link_record(prof)
+        if prof.second:
+            rec["second"] = link_record(prof.second)
         for f in r.daemons:
             hosts.link_up(f, prof, backend)
             # what the link does, as measured: the round trip now, the
             # emulator's counters when it comes down
             rec["measured"][f] = {"rtt_ms": hosts.link_rtt_ms(f)}
+            if prof.second:
+                hosts.link_up(f, prof.second, backend, second=True)
+                rec["second"]["measured"][f] = {"rtt_ms": hosts.link_rtt_ms(f, registry=hosts.REGISTRY2)}
         r.results.save()
-        proxy = contextlib.nullcontext()
-        prefs = refs
-        if prof.conn_rate_bits_per_s:
-            # the registry behind a proxy that caps each connection
-            proxy = hosts.RegistryProxy(["--conn-rate", f"{prof.conn_rate_bits_per_s}bit"],
-                                        os.path.join(r.tmp, f"proxy-{prof.name}.log"))
-            prefs = {k: ref.replace(hosts.REGISTRY, hosts.REGISTRY_PROXY, 1) for k, ref in refs.items()}
-        try:
-            with proxy:
+        prefs, prefs2 = dict(refs), {}
+        with contextlib.ExitStack() as proxies:
+            try:
+                if prof.conn_rate_bits_per_s:
+                    # the registry behind a proxy that caps each connection
+                    proxies.enter_context(hosts.RegistryProxy(
+                        ["--conn-rate", f"{prof.conn_rate_bits_per_s}bit"],
+                        os.path.join(r.tmp, f"proxy-{prof.name}.log")))
+                    prefs = {k: ref.replace(hosts.REGISTRY, hosts.REGISTRY_PROXY, 1) for k, ref in refs.items()}
+                if prof.second:
+                    prefs2 = dict(refs2)
+                    if prof.second.conn_rate_bits_per_s:
+                        proxies.enter_context(hosts.RegistryProxy(
+                            ["--conn-rate", f"{prof.second.conn_rate_bits_per_s}bit"],
+                            os.path.join(r.tmp, f"proxy2-{prof.name}.log"), listen=hosts.REGISTRY2_PROXY))
+                        prefs2 = {k: ref.replace(hosts.REGISTRY2, hosts.REGISTRY2_PROXY, 1) for k, ref in refs2.items()}
                 for img in s.images:
-                    pull_image(r, variants, prof, img, prefs[img.name], prog)
-        finally:
-            for f in r.daemons:
-                counters = os.path.join(r.tmp, f"link-{f}.json")
-                hosts.link_down(f, stats_to=counters)
-                rec["measured"][f]["emulator"] = _read_json(counters)
-                # what the daemon had learned of the registry by the end of
-                # this link's pulls (it carries into the next link's)
-                learned = _read_json(os.path.join(r.daemons[f].vardir(), "data", LEARNED_STATE))
-                if learned is not None:
-                    rec.setdefault("learned", {})[f] = learned
-            r.results.save()
+                    pull_image(r, variants, prof, img, prefs[img.name], prog, prefs2.get(img.name))
+            finally:
+                proxies.close()
+                for f in r.daemons:
+                    counters = os.path.join(r.tmp, f"link-{f}.json")
+                    hosts.link_down(f, stats_to=counters)
+                    rec["measured"][f]["emulator"] = _read_json(counters)
+                    if prof.second:
+                        hosts.link_down(f, stats_to=counters, second=True)
+                        rec["second"]["measured"][f]["emulator"] = _read_json(counters)
+                    # what the daemon had learned of the registry by the end of
+                    # this link's pulls (it carries into the next link's)
+                    learned = _read_json(os.path.join(r.daemons[f].vardir(), "data", LEARNED_STATE))
+                    if learned is not None:
+                        rec.setdefault("learned", {})[f] = learned
+                r.results.save()
 
 
-def pull_image(r, variants, prof, img, ref, prog):
+def link_record(prof):
+    """A link as the suite configured it; "measured" is filled in per flavour."""
+    rec = {"configured": {
+        "rtt_ms": prof.rtt_ms, "rate_bits_per_s": prof.rate_bits_per_s, "loss_pct": prof.loss_pct,
+        "jitter_ms": prof.jitter_ms, "queue_packets": prof.queue}, "measured": {}}
+    if prof.conn_rate_bits_per_s:
+        rec["configured"]["registry_conn_rate_bits_per_s"] = prof.conn_rate_bits_per_s
+    return rec
+
+
+def pull_image(r, variants, prof, img, ref, prog, ref2=None):
     s = r.s
     # Warm-up pulls, untimed by the verdict but kept: what a daemon
     # that has pulled from this registry before does differently
@@ -195,14 +246,14 @@ def pull_image(r, variants, prof, img, ref, prog):
     # first measured pull on, and the warm-up times stay visible.
     for w in range(s.warmup):
         for f, params, arm in variants:
-            cell, t, err, served = pull(r, f, params, arm, prof, img, ref)
+            cell, t, err, served = pull(r, f, params, arm, prof, img, ref, ref2)
             r.results.add(cell, None, f"warm-up: {err}" if err else None, rep=None,
                           warmup_s=round(t, 4) if t is not None else None, warmup_served_bytes=served)
             sys.stderr.write(f"    warm-up pull {prof.name}/{img.name} {f} {variant_label(params, arm)}: "
                              + (f"{t:.2f}s\n" if t is not None else f"FAILED {err}\n"))
     for rep in range(s.repetitions):
         for f, params, arm in interleave(variants, rep):
-            cell, t, err, served = pull(r, f, params, arm, prof, img, ref)
+            cell, t, err, served = pull(r, f, params, arm, prof, img, ref, ref2)
             r.results.add(cell, t, err, rep=rep, served_bytes=served)
             prog.step(f"pull {prof.name}/{img.name} {f} {variant_label(params, arm)} rep {rep + 1}: "
                       + (f"{t:.2f}s" if t is not None else f"FAILED {err}"))
@@ -216,36 +267,49 @@ def _read_json(path):
         return None
 
 
-def pull(r, f, params, arm, prof, img, ref):
-    """One cold pull of ref by flavour f with params (for patched, in arm):
-    (its cell, seconds, error, bytes the registry sent)."""
+def pull(r, f, params, arm, prof, img, ref, ref2=None):
+    """One cold pull of ref (and of ref2 at the same time, from the second
+    registry) by flavour f with params (for patched, in arm): (its cell,
+    seconds, error, bytes the registries sent)."""
     d = r.daemons[f]
     d.apply(params)
     cell = Cell(f, profile=prof.name, image=img.name, params=params,
                 kind_fields={"arm": arm} if arm == "fresh" else {})
     if arm == "fresh":
-        return (cell,) + first_contact(r, d, lambda: timed_pull(r, d, img, ref))
-    return (cell,) + timed_pull(r, d, img, ref)
+        return (cell,) + first_contact(r, d, lambda: timed_pull(r, d, img, ref, ref2))
+    return (cell,) + timed_pull(r, d, img, ref, ref2)
 
 
-def timed_pull(r, d, img, ref):
-    """(seconds, error, bytes the registry sent) of one cold pull by d."""
+def pull_command(ref, ref2=None):
+    """The command timed: one pull, or two at once that both must succeed."""
+    if not ref2:
+        return f"docker pull -q {ref}"
+    return f"docker pull -q {ref} & p=$!; docker pull -q {ref2}; s=$?; wait $p && exit $s"
+
+
+def timed_pull(r, d, img, ref, ref2=None):
+    """(seconds, error, bytes the registries sent) of one cold pull by d."""
     # Cold: no image, no content, no kept-alive connection to the registry
     # from an earlier pull (ss -K aborts them), nothing the kernel learned of
     # the path (TCP metrics). A preparation that fails (the image still
     # there, prune, ss or ip failing) fails the sample: hyperfine stops when
     # --prepare does, and the pull is not timed warm.
-    cold = (f"docker rmi -f {ref} >/dev/null 2>&1; docker image prune -af >/dev/null && "
-            f"! docker image inspect {ref} >/dev/null 2>&1 && "
-            f"nsenter --net={d.netns()} ss -K dst {hosts.REGISTRY.split(':')[0]} >/dev/null && "
-            f"{hosts.flush_tcp_metrics_cmd(d.flavour)}")
-    before = hosts.served_bytes(d.flavour)
-    t, err = hyperfine(r.tmp, d.env, f"docker pull -q {ref}", prepare=cold, failed="hyperfine failed")
-    served = hosts.served_bytes(d.flavour) - before
-    if t is not None and served < COLD_FRACTION * img.total:
-        t, err = None, (f"not cold: the registry sent {units.human_size(served)} during the pull, "
-                        f"the image is {units.human_size(img.total)}")
-    return t, err, served
+    refs = [x for x in (ref, ref2) if x]
+    cold = "; ".join(f"docker rmi -f {x} >/dev/null 2>&1" for x in refs)
+    cold += " ; docker image prune -af >/dev/null && "
+    cold += " && ".join(f"! docker image inspect {x} >/dev/null 2>&1" for x in refs)
+    for reg in (hosts.REGISTRY, hosts.REGISTRY2) if ref2 else (hosts.REGISTRY,):
+        cold += f" && nsenter --net={d.netns()} ss -K dst {reg.split(':')[0]} >/dev/null"
+    cold += f" && {hosts.flush_tcp_metrics_cmd(d.flavour)}"
+    links = [False, True] if ref2 else [False]
+    before = [hosts.served_bytes(d.flavour, second=x) for x in links]
+    t, err = hyperfine(r.tmp, d.env, pull_command(ref, ref2), prepare=cold, failed="hyperfine failed")
+    sent = [hosts.served_bytes(d.flavour, second=x) - b for x, b in zip(links, before)]
+    for x, n in zip(links, sent):
+        if t is not None and n < COLD_FRACTION * img.total:
+            t, err = None, (f"not cold: the {'second ' if x else ''}registry sent {units.human_size(n)} during "
+                            f"the pull, the image is {units.human_size(img.total)}")
+    return t, err, sum(sent)
 
 
 def first_contact(r, d, pull_fn):
@@ -307,7 +371,12 @@ def link_table(doc):
              "profile, both directions.", "",
              "| link | flavour | rtt configured | rtt measured | rate | loss configured | packets | lost (%) | "
              "queue drops |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = []
     for name, rec in profiles.items():
+        rows.append((name, rec))
+        if rec.get("second"):
+            rows.append((f"{name}, second registry", rec["second"]))
+    for name, rec in rows:
         c = rec.get("configured") or {}
         for f, m in (rec.get("measured") or {}).items():
             em = m.get("emulator") or {}
@@ -340,8 +409,10 @@ def coldness_table(doc):
              f"A pull that moved less than {COLD_FRACTION:.0%} of them failed as not cold.", "",
              "| flavour | cell | params | image | sent per pull: median (min-max) | median / image |",
              "| --- | --- | --- | --- | --- | --- |"]
+    profiles = (doc.get("link") or {}).get("profiles") or {}
     for e in rows:
-        total = images[e["image"]]["bytes"]
+        # two registries: the image from each
+        total = images[e["image"]]["bytes"] * (2 if (profiles.get(e.get("profile")) or {}).get("second") else 1)
         # served_bytes has one value per measured pull in repetition order;
         # those of failed pulls are left out, as their times are
         sent = e["served_bytes"]

@@ -32,6 +32,29 @@ class PullSuiteTest(SuiteErrors, unittest.TestCase):
         msg = self.error(GOOD.replace('rate = "100mbit"', 'rate = "100mbit"\nconn_rate = "8 Mbps"'))
         self.assertIn("conn_rate", msg)
 
+    def test_second_registry(self):
+        self.assertIsNone(load(GOOD).profiles[0].second)
+        two = GOOD.replace('loss = "0%"\n', 'loss = "0%"\n[profile.second]\nrtt = "35ms"\nrate = "20mbit"\n'
+                                              'loss = "0.5%"\nconn_rate = "4mbit"\n')
+        s = load(two)
+        sec = s.profiles[0].second
+        self.assertEqual((sec.rtt_ms, sec.rate_bits_per_s, sec.loss_pct, sec.conn_rate_bits_per_s),
+                         (35, 20_000_000, 0.5, 4_000_000))
+        self.assertEqual(s.profiles[0].rtt_ms, 140)
+        # a link's keys only, in units, named by their line
+        msg = self.error(two.replace('rtt = "35ms"', 'name = "b"'))
+        self.assertRegex(msg, r"unknown key 'name' in \[profile.second\]")
+        msg = self.error(two.replace('rtt = "35ms"', 'rtt = "35 ms"'))
+        self.assertRegex(msg, r":\d+: rtt: bad duration '35 ms'")
+
+    def test_two_pulls_at_once(self):
+        from ab.kinds import pull
+        self.assertEqual(pull.pull_command("a"), "docker pull -q a")
+        cmd = pull.pull_command("a", "b")
+        self.assertIn("docker pull -q a &", cmd)
+        self.assertIn("docker pull -q b;", cmd)
+        self.assertTrue(cmd.endswith("wait $p && exit $s"))
+
     def test_warmup(self):
         self.assertEqual(load(GOOD.replace("repetitions = 2", "repetitions = 2\nwarmup = 1")).warmup, 1)
         self.assertEqual(load(GOOD).warmup, 0)
