@@ -1,8 +1,9 @@
 """A neighbour on the disk: a database's commits and point reads.
 
-    python3 neighbour_io.py DIR OUT
+    python3 neighbour_io.py DIR OUT [COMMIT_BYTES]
 
-Alternates a commit (a 4 KiB pwrite, then fdatasync) and a 4 KiB read at a
+Alternates a commit (a pwrite of COMMIT_BYTES, 4 KiB by default, then
+fdatasync) and a 4 KiB read at a
 random offset of a 64 MiB file with O_DIRECT (so that it reaches the disk,
 not the page cache), in files under DIR, until SIGTERM; then writes their
 latencies' percentiles as JSON to OUT. Prints "ready" once its files exist."""
@@ -18,7 +19,7 @@ READ_FILE = 64 << 20
 BLOCK = 4096
 
 
-def main(d, out):
+def main(d, out, commit=BLOCK):
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     rpath, wpath = os.path.join(d, "reads"), os.path.join(d, "commits")
@@ -31,7 +32,7 @@ def main(d, out):
     rfd = os.open(rpath, os.O_RDONLY | os.O_DIRECT)
     wfd = os.open(wpath, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     buf = mmap.mmap(-1, BLOCK)  # page-aligned, as O_DIRECT wants
-    block = os.urandom(BLOCK)
+    block = os.urandom(commit)
     rng = random.Random(1)
     commits, reads, off = [], [], 0
     print("ready", flush=True)
@@ -42,7 +43,7 @@ def main(d, out):
         os.fdatasync(wfd)
         t1 = time.monotonic()
         commits.append(t1 - t)
-        off = (off + BLOCK) % (64 << 20)
+        off = (off + commit) % (64 << 20)
         os.preadv(rfd, [buf], rng.randrange(READ_FILE // BLOCK) * BLOCK)
         reads.append(time.monotonic() - t1)
     runtime = time.monotonic() - start
@@ -59,4 +60,4 @@ def main(d, out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], *(int(x) for x in sys.argv[3:4]))

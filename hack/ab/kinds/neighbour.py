@@ -41,6 +41,7 @@ class Neighbour:
     size: int = 384 << 20  # the memory holder checkpointed
     lead: float = 2.0  # seconds the neighbour runs before the checkpoint
     idle: float = 5.0  # seconds it runs alone, each repetition
+    commit: int = 4096  # bytes written by each of its commits
 
 
 @dataclass
@@ -51,12 +52,16 @@ class Suite(suite.Suite):
 def validate(v, d, s):
     t = v.typed(d.get("neighbour", {}), dict, ("neighbour",), "a [neighbour] table")
     w = ("neighbour",)
-    v.keys(t, w, ("size", "lead", "idle"), (), "[neighbour]")
+    v.keys(t, w, ("size", "lead", "idle", "commit"), (), "[neighbour]")
     n = Neighbour()
     if "size" in t:
         n.size = units.size(v.unit(units.size, t["size"], w + ("size",)))
         if n.size < 1 << 20:
             v.fail(w + ("size",), "size: want at least 1MiB")
+    if "commit" in t:
+        n.commit = units.size(v.unit(units.size, t["commit"], w + ("commit",)))
+        if not 512 <= n.commit <= 16 << 20:
+            v.fail(w + ("commit",), "commit: want 512B to 16MiB")
     n.lead = v.seconds(t, w, "lead", n.lead, 0.5)
     n.idle = v.seconds(t, w, "idle", n.idle, 1.0)
     s.neighbour = n
@@ -87,11 +92,11 @@ class Sampler:
             sys.path.pop(0)
 
 
-def neighbour_run(workdir, out, seconds=None, during=None):
-    """Run the neighbour: for seconds, or around during() (lead first).
-    Returns (its results, what during returned, when during started and
-    ended) or raises HostError."""
-    p = subprocess.Popen([sys.executable, NEIGHBOUR, workdir, out], stdout=subprocess.PIPE, text=True)
+def neighbour_run(workdir, out, seconds=None, during=None, commit=4096):
+    """Run the neighbour (commits of commit bytes): for seconds, or around
+    during() (lead first). Returns (its results, what during returned, when
+    during started and ended) or raises HostError."""
+    p = subprocess.Popen([sys.executable, NEIGHBOUR, workdir, out, str(commit)], stdout=subprocess.PIPE, text=True)
     try:
         if p.stdout.readline().strip() != "ready":
             raise hosts.HostError("the neighbour did not start")
@@ -127,7 +132,7 @@ def run(r):
     try:
         for rep in range(s.repetitions):
             out = os.path.join(r.tmp, "neighbour.json")
-            nb, _, _, _ = neighbour_run(work, out, seconds=n.idle)
+            nb, _, _, _ = neighbour_run(work, out, seconds=n.idle, commit=n.commit)
             r.results.add(Cell("idle", scenario="neighbour", container="idle"), nb["runtime_s"], None, rep=rep,
                           **fields(nb, None))
             prog.step(f"neighbour idle rep {rep + 1}: commit p99 {nb['commit']['p99_ms']:.2f} ms")
@@ -142,7 +147,7 @@ def run(r):
                     sampler = Sampler(dev, os.path.join(r.tmp, "disk.txt"))
                     try:
                         nb, (t, err), c0, c1 = neighbour_run(
-                            work, out, during=(n.lead, lambda: checkpoint(d, name, f"cp{rep}")))
+                            work, out, during=(n.lead, lambda: checkpoint(d, name, f"cp{rep}")), commit=n.commit)
                         # the disk's worst second needs a second of samples
                         # from the checkpoint's start, however short it was
                         time.sleep(max(0.0, c0 + 1.3 - time.time()))

@@ -25,7 +25,9 @@ daemon = { "checkpoint-write-bandwidth" = ["0", "auto"] }
 class NeighbourSuiteTest(SuiteErrors, unittest.TestCase):
     def test_good_suite(self):
         s = load(GOOD)
-        self.assertEqual((s.neighbour.size, s.neighbour.lead, s.neighbour.idle), (64 << 20, 1.0, 5.0))
+        self.assertEqual((s.neighbour.size, s.neighbour.lead, s.neighbour.idle, s.neighbour.commit),
+                         (64 << 20, 1.0, 5.0, 4096))
+        self.assertEqual(load(GOOD.replace('lead = "1s"', 'lead = "1s"\ncommit = "16KiB"')).neighbour.commit, 16384)
         self.assertEqual(s.flavours["patched"].variants(), [{"checkpoint-write-bandwidth": "0"},
                                                             {"checkpoint-write-bandwidth": "auto"}])
 
@@ -35,6 +37,7 @@ class NeighbourSuiteTest(SuiteErrors, unittest.TestCase):
             ('size = "64MiB"', 'size = "512KiB"', r"size: want at least 1MiB"),
             ('lead = "1s"', 'lead = "100ms"', r"lead: want at least 0.5s"),
             ('lead = "1s"', 'leed = "1s"', r"unknown key 'leed' in \[neighbour\]"),
+            ('lead = "1s"', 'commit = "32MiB"', r"commit: want 512B to 16MiB"),
         ])
         pull = GOOD.replace('kind = "neighbour"', 'kind = "checkpoint"')
         self.assertIn("[neighbour] belongs to neighbour suites", self.error(pull))
