@@ -180,13 +180,22 @@ link_flavour_to_reg() {
 		ip -n "$ns" route add "$REG_ADDR2/32" via "10.199.$i.1" 2>/dev/null || true
 		return 0
 	fi
-	# a registry-side end left by a namespace that outlived its deletion
-	ip -n "$REG_NS" link del "ab-$f-reg" 2>/dev/null || true
-	ip link add "ab-$f-up" netns "$ns" type veth peer name "ab-$f-reg" netns "$REG_NS"
-	ip -n "$ns" addr add "10.199.$i.2/30" dev "ab-$f-up"
-	ip -n "$REG_NS" addr add "10.199.$i.1/30" dev "ab-$f-reg"
-	ip -n "$ns" link set "ab-$f-up" up
-	ip -n "$REG_NS" link set "ab-$f-reg" up
+	veth_to_reg "$f" "" "$i"
 	ip -n "$ns" route add "$REG_ADDR/32" via "10.199.$i.1"
 	ip -n "$ns" route add "$REG_ADDR2/32" via "10.199.$i.1"
+}
+
+# veth_to_reg flavour suffix net: a veth pair ab-<flavour>-up<suffix> in the
+# flavour's namespace (10.199.<net>.2/30) <-> ab-<flavour>-reg<suffix> in the
+# registry's (10.199.<net>.1/30).
+veth_to_reg() {
+	local f=$1 sfx=$2 net=$3 ns
+	ns=$(flavour_ns "$f")
+	# a registry-side end left by a namespace that outlived its deletion
+	ip -n "$REG_NS" link del "ab-$f-reg$sfx" 2>/dev/null || true
+	ip link add "ab-$f-up$sfx" netns "$ns" type veth peer name "ab-$f-reg$sfx" netns "$REG_NS"
+	ip -n "$ns" addr add "10.199.$net.2/30" dev "ab-$f-up$sfx"
+	ip -n "$REG_NS" addr add "10.199.$net.1/30" dev "ab-$f-reg$sfx"
+	ip -n "$ns" link set "ab-$f-up$sfx" up
+	ip -n "$REG_NS" link set "ab-$f-reg$sfx" up
 }

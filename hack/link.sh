@@ -73,14 +73,7 @@ second_veth() {
 	local f=$1 i ns
 	i=$(flavour_index "$f")
 	ns=$(flavour_ns "$f")
-	if ! ip -n "$ns" link show "ab-$f-up2" >/dev/null 2>&1; then
-		ip -n "$REG_NS" link del "ab-$f-reg2" 2>/dev/null || true
-		ip link add "ab-$f-up2" netns "$ns" type veth peer name "ab-$f-reg2" netns "$REG_NS"
-		ip -n "$ns" addr add "10.199.$((10 + i)).2/30" dev "ab-$f-up2"
-		ip -n "$REG_NS" addr add "10.199.$((10 + i)).1/30" dev "ab-$f-reg2"
-		ip -n "$ns" link set "ab-$f-up2" up
-		ip -n "$REG_NS" link set "ab-$f-reg2" up
-	fi
+	ip -n "$ns" link show "ab-$f-up2" >/dev/null 2>&1 || veth_to_reg "$f" 2 $((10 + i))
 	ip -n "$ns" route replace "$REG_ADDR2/32" via "10.199.$((10 + i)).1"
 }
 
