@@ -15,6 +15,10 @@
 # status is TESTBIN's; 125 when the VM itself failed (setup, timeout, no exit
 # status from the guest).
 #
+# Every guest loads the kernel's modules for NVMe and for what containers and
+# CRIU need (GUEST_MODULES below): overlayfs, the socket diagnostics, nf_tables
+# and conntrack's netlink interface.
+#
 # Environment (defaults in brackets):
 #   ZNS_VM_ZONE_SIZE      zone size [64M]
 #   ZNS_VM_ZONE_CAPACITY  zone capacity [= zone size]
@@ -43,6 +47,15 @@ GUEST=$ZNS_CACHE/guest
 EXIT_MARK=ZNS-VM-EXIT=
 FAIL_MARK=ZNS-VM-SETUP-FAILED:
 VM_FAIL=125
+# The guest kernel's modules the guests load (with what they depend on), as
+# module:CONFIG_ option, when the kernel has them as modules: the NVMe driver;
+# for run-root guests that run containers, overlayfs, and what CRIU needs: the
+# socket diagnostics it dumps sockets with, nf_tables (it probes nftables at
+# start and locks a container's network with it) and conntrack's netlink
+# interface (it dumps a network namespace's conntrack entries through it).
+GUEST_MODULES="nvme:BLK_DEV_NVME overlay:OVERLAY_FS unix_diag:UNIX_DIAG netlink_diag:NETLINK_DIAG"
+GUEST_MODULES+=" af_packet_diag:PACKET_DIAG inet_diag:INET_DIAG tcp_diag:INET_TCP_DIAG udp_diag:INET_UDP_DIAG nf_tables:NF_TABLES"
+GUEST_MODULES+=" nf_conntrack_netlink:NF_CT_NETLINK"
 
 ZONE_SIZE=${ZNS_VM_ZONE_SIZE:-64M}
 ZONE_CAP=${ZNS_VM_ZONE_CAPACITY:-$ZONE_SIZE}
@@ -79,6 +92,7 @@ usage() {
 
 cache_ok() {
 	[ -s "$GUEST/stamp" ] && [ -s "$GUEST/vmlinuz" ] && [ -f "$GUEST/modules.load" ] || return 1
+	[ "$(cat "$GUEST/modules.want" 2>/dev/null)" = "$GUEST_MODULES" ] || return 1
 	if [ -n "${ZNS_VM_KERNEL_PKG:-}" ]; then
 		[ "$(awk '{print $1}' "$GUEST/stamp")" = "$ZNS_VM_KERNEL_PKG" ] || return 1
 	fi
@@ -137,6 +151,22 @@ add_module() { # moddir out name
 	deps=$(modinfo -F depends "$dst")
 	for dep in ${deps//,/ }; do
 		add_module "$moddir" "$out" "$dep"
+	done
+	# Soft dependencies to load first ("softdep: pre: crc32c"): a module of
+	# that name, or (a crypto algorithm) its generic implementation, unless
+	# the kernel has it built in.
+	deps=$(modinfo -F softdep "$dst" | awk '{ for (i = 1; i <= NF; i++) { if ($i == "pre:") p = 1; else if ($i ~ /:$/) p = 0; else if (p) print $i } }')
+	for dep in $deps; do
+		dep=${dep//-/_}
+		if grep -qE "/${dep}\.ko\$" "$moddir/modules.builtin" 2>/dev/null; then
+			continue
+		elif module_file "$moddir" "$dep" >/dev/null; then
+			add_module "$moddir" "$out" "$dep"
+		elif module_file "$moddir" "${dep}_generic" >/dev/null; then
+			add_module "$moddir" "$out" "${dep}_generic"
+		else
+			die "zns-vm: $name wants $dep loaded first, which is not in the kernel package"
+		fi
 	done
 	echo "$name.ko" >>"$out/modules.load"
 }
@@ -198,11 +228,16 @@ cmd_fetch() {
 	cp "$work/x/boot/vmlinuz-$kver" "$out/vmlinuz"
 	cp "$work/x/boot/config-$kver" "$out/config"
 	grep -qx 'CONFIG_BLK_DEV_ZONED=y' "$out/config" || die "zns-vm: $kver is built without BLK_DEV_ZONED"
-	case $(grep '^CONFIG_BLK_DEV_NVME=' "$out/config") in
-	*=y) ;;
-	*=m) add_module "$moddir" "$out" nvme ;;
-	*) die "zns-vm: $kver has no NVMe driver" ;;
-	esac
+	local mo m opt
+	for mo in $GUEST_MODULES; do
+		m=${mo%%:*} opt=${mo#*:}
+		case $(grep "^CONFIG_$opt=" "$out/config") in
+		*=y) ;;
+		*=m) add_module "$moddir" "$out" "$m" ;;
+		*) die "zns-vm: $kver has no $m (CONFIG_$opt)" ;;
+		esac
+	done
+	echo "$GUEST_MODULES" >"$out/modules.want"
 	printf '%s %s %s\n' "$pkg" "$(dpkg-deb -f "$deb" Version)" "$kver" >"$out/stamp"
 	rm -rf "$GUEST"
 	mv "$out" "$GUEST"
