@@ -4,6 +4,9 @@
 # busybox initramfs.
 #
 # usage: hack/zns-vm.sh run TESTBIN [ARGS...]   boot, run TESTBIN ARGS, power off
+#        hack/zns-vm.sh run-root ROOT CMD [ARGS...]
+#                                               boot with the tree ROOT as the guest's
+#                                               root, run CMD (a path in ROOT) ARGS, power off
 #        hack/zns-vm.sh check                   run hack/zns-vm/probe in the guest
 #        hack/zns-vm.sh fetch [--check]         put the guest kernel in the cache
 #
@@ -14,6 +17,13 @@
 # console's, streamed. The exit
 # status is TESTBIN's; 125 when the VM itself failed (setup, timeout, no exit
 # status from the guest).
+#
+# run-root puts the files of ROOT (any programs with the libraries they need,
+# in their places; no /init) into the initramfs beside busybox, which is in
+# /bin, and runs CMD as it runs TESTBIN, with PATH=/usr/local/sbin:
+# /usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin. The guest's root is then a
+# bind mount of the initramfs rather than the initramfs itself, so that
+# pivot_root works there (container runtimes need it).
 #
 # Every guest loads the kernel's modules for NVMe and for what containers and
 # CRIU need (GUEST_MODULES below): overlayfs, the socket diagnostics, nf_tables
@@ -307,14 +317,29 @@ write_init() {
 	cat >"$1" <<'EOF'
 #!/bin/busybox sh
 # /init of the zoned-device test VM (hack/zns-vm.sh)
-/bin/busybox mkdir -p /proc /sys /dev /tmp
+if [ -e /zns-vm-root ] && [ -z "${ZNS_VM_MOVED:-}" ]; then
+	# run-root: the initramfs (rootfs) cannot be pivot_root's old root, a
+	# bind mount of it can: make one the root and start again there.
+	/bin/busybox mkdir -p /.root
+	/bin/busybox mount --bind / /.root
+	cd /.root
+	/bin/busybox mount --move . /
+	exec /bin/busybox chroot . /bin/busybox env ZNS_VM_MOVED=1 /init
+fi
+/bin/busybox mkdir -p /proc /sys /dev /tmp /run
 /bin/busybox mount -t devtmpfs devtmpfs /dev
 exec </dev/console >/dev/console 2>&1
 /bin/busybox --install -s /bin
-export PATH=/bin
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
+# what udev would add to /dev: bash's process substitution needs /dev/fd
+ln -s /proc/self/fd /dev/fd
+ln -s /proc/self/fd/0 /dev/stdin
+ln -s /proc/self/fd/1 /dev/stdout
+ln -s /proc/self/fd/2 /dev/stderr
 mount -t tmpfs tmpfs /tmp
+mount -t tmpfs -o mode=0755 tmpfs /run
 
 fail() {
 	echo "ZNS-VM-SETUP-FAILED: $*"
@@ -367,7 +392,7 @@ for q in /sys/block/nvme*/queue/zoned; do
 done
 export ZNS_DEVICE="/dev/$dev" ZNS_PLAIN_DEVICE="$plain" ZNS_TEST=1 HOME=/tmp TMPDIR=/tmp
 cd /tmp
-/testbin "$@"
+"$@"
 echo "ZNS-VM-EXIT=$?"
 sync
 poweroff -f
@@ -375,18 +400,20 @@ EOF
 	chmod 0755 "$1"
 }
 
-build_initramfs() { # testbin args...
-	local bin=$1 root=$TMP/root busybox a kv kvs=()
+# The initramfs: busybox, the guest kernel's modules, /init, and the command
+# line and environment for the test; then, for run-root, the tree ROOT as a
+# second archive (the kernel unpacks both, in order).
+build_initramfs() { # root-or-empty cmd args...
+	local tree=$1 root=$TMP/root busybox a kv kvs=()
 	shift
 	busybox=$(command -v busybox) || die "zns-vm: busybox missing (Debian package busybox-static)"
 	is_static "$busybox" || die "zns-vm: $busybox is not static (install busybox-static)"
-	mkdir -p "$root/bin" "$root/lib/modules" "$root/dev" "$root/proc" "$root/sys" "$root/tmp"
+	mkdir -p "$root/bin" "$root/lib/modules" "$root/dev" "$root/proc" "$root/sys" "$root/tmp" "$root/run"
 	cp "$busybox" "$root/bin/busybox"
 	cp "$GUEST/modules.load" "$root/modules.load"
 	[ ! -s "$GUEST/modules.load" ] || cp "$GUEST"/modules/*.ko "$root/lib/modules/"
 	write_init "$root/init"
-	cp "$bin" "$root/testbin"
-	chmod 0755 "$root/testbin"
+	[ -z "$tree" ] || : >"$root/zns-vm-root"
 	{
 		printf 'set --'
 		for a in "$@"; do
@@ -401,20 +428,15 @@ build_initramfs() { # testbin args...
 		printf 'export %s\n' "$(sq "$kv")" >>"$root/env.sh"
 	done
 	(cd "$root" && find . | busybox cpio -o -H newc -R 0:0 2>/dev/null) >"$TMP/initrd.cpio"
+	if [ -n "$tree" ]; then
+		(cd "$tree" && find . ! -name . | busybox cpio -o -H newc -R 0:0 2>/dev/null) >>"$TMP/initrd.cpio" ||
+			die "zns-vm: packing $tree failed"
+	fi
 }
 
-run_vm() { # testbin args...
-	local bin=$1
-	shift
-	[[ -f $bin && -x $bin ]] || die "zns-vm: $bin is not an executable file"
-	is_static "$bin" || die "zns-vm: $bin is not a static ELF binary (build it with CGO_ENABLED=0)"
-	check_env
+# Boot the initramfs in $TMP; sets VM_RC to the guest command's exit status.
+run_vm() {
 	command -v qemu-system-x86_64 >/dev/null || die "zns-vm: qemu-system-x86_64 missing (run hack/install-deps.sh)"
-	if ! cache_ok; then
-		log "zns-vm: no guest kernel in $GUEST: fetching it"
-		cmd_fetch >/dev/null
-	fi
-	build_initramfs "$bin" "$@"
 	truncate -s "$NS_SIZE" "$TMP/zns.img"
 	truncate -s 64M "$TMP/plain.img"
 
@@ -470,12 +492,52 @@ run_vm() { # testbin args...
 	exit "$VM_FAIL"
 }
 
+need_kernel() {
+	if ! cache_ok; then
+		log "zns-vm: no guest kernel in $GUEST, or not with the modules.wanted: fetching it"
+		cmd_fetch >/dev/null
+	fi
+}
+
+run_static() { # testbin args...
+	local bin=$1
+	shift
+	[[ -f $bin && -x $bin ]] || die "zns-vm: $bin is not an executable file"
+	is_static "$bin" || die "zns-vm: $bin is not a static ELF binary (build it with CGO_ENABLED=0)"
+	check_env
+	need_kernel
+	build_initramfs "" /testbin "$@"
+	# the binary goes in as /testbin, in an archive of its own
+	mkdir "$TMP/bin"
+	cp "$bin" "$TMP/bin/testbin"
+	chmod 0755 "$TMP/bin/testbin"
+	(cd "$TMP/bin" && echo testbin | busybox cpio -o -H newc -R 0:0 2>/dev/null) >>"$TMP/initrd.cpio"
+	run_vm
+}
+
 cmd_run() {
 	[ $# -ge 1 ] || usage
 	local bin=$1
 	shift
 	setup
-	run_vm "$(realpath "$bin")" "$@"
+	run_static "$(realpath "$bin")" "$@"
+	exit "$VM_RC"
+}
+
+cmd_run_root() {
+	[ $# -ge 2 ] || usage
+	local tree=$1 cmd=$2
+	shift 2
+	[ -d "$tree" ] || die "zns-vm: run-root: $tree is not a directory"
+	tree=$(realpath "$tree")
+	[[ $cmd == /* ]] || die "zns-vm: run-root: CMD must be an absolute path in ROOT (got '$cmd')"
+	[[ -f $tree$cmd && -x $tree$cmd ]] || die "zns-vm: run-root: $tree$cmd is not an executable file"
+	[ ! -e "$tree/init" ] || die "zns-vm: run-root: $tree/init would replace the guest's /init"
+	check_env
+	need_kernel
+	setup
+	build_initramfs "$tree" "$cmd" "$@"
+	run_vm
 	exit "$VM_RC"
 }
 
@@ -489,7 +551,7 @@ cmd_check() {
 	(cd "$AB_ROOT/hack/zns-vm/probe" &&
 		CGO_ENABLED=0 GOWORK=off GOFLAGS=-buildvcs=false "$go" build -trimpath -o "$TMP/zns-probe" .) ||
 		die "zns-vm: building the probe failed"
-	run_vm "$TMP/zns-probe"
+	run_static "$TMP/zns-probe"
 	[ "$VM_RC" = 0 ] || printf 'error: zns-vm: the probe failed (status %s)\n' "$VM_RC" >&2
 	exit "$VM_RC"
 }
@@ -501,6 +563,7 @@ trap 'exit 129' HUP
 case ${1:-} in
 fetch) shift && cmd_fetch "$@" ;;
 run) shift && cmd_run "$@" ;;
+run-root) shift && cmd_run_root "$@" ;;
 check) shift && cmd_check "$@" ;;
 *) usage ;;
 esac
