@@ -82,8 +82,10 @@ patches-check:
 test: test-unit test-harness test-zns test-bats test-integration
 test-unit:
 	hack/test-unit.sh
-# The zoned checkpoint store against a real kernel's zoned block device (QEMU).
-test-zns:
+# The zoned checkpoint store, and the patched daemon end to end, against a real
+# kernel's zoned block device (QEMU).
+test-zns: build
+	hack/images.sh build
 	hack/test-zns.sh
 test-harness:
 	PYTHON=$(PYTHON) hack/test-harness.sh

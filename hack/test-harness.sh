@@ -20,11 +20,12 @@ check() { # name cmd...
 }
 
 mkdir -p "$AB_BUILD"
-for f in "$AB_ROOT"/hack/*.sh "$AB_ROOT"/.ci/run; do
+for f in "$AB_ROOT"/hack/*.sh "$AB_ROOT"/hack/zns-vm/*.sh "$AB_ROOT"/.ci/run; do
 	check "bash -n ${f#"$AB_ROOT"/}" bash -n "$f"
 done
 if command -v shellcheck >/dev/null; then
-	check "shellcheck hack/" shellcheck -x -S warning "$AB_ROOT"/hack/*.sh "$AB_ROOT"/hack/nodes/unit-run "$AB_ROOT"/.ci/run
+	check "shellcheck hack/" shellcheck -x -S warning "$AB_ROOT"/hack/*.sh "$AB_ROOT"/hack/zns-vm/*.sh \
+		"$AB_ROOT"/hack/nodes/unit-run "$AB_ROOT"/.ci/run
 fi
 if command -v ansible-playbook >/dev/null; then
 	for f in "$AB_ROOT"/hack/ansible/*.yml; do
