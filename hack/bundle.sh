@@ -48,6 +48,9 @@ mkdir -p "$st/bin" "$st/build" "$st/prefix/bin"
 cp -a "$AB_ROOT"/bin/dockerd-stock "$AB_ROOT"/bin/dockerd-patched "$AB_ROOT"/bin/docker-proxy "$st/bin/"
 cp -a "$AB_BUILD/images" "$st/build/"
 [ ! -e "$AB_BUILD/pingpong" ] || cp -a "$AB_BUILD/pingpong" "$st/build/"
+# The zns replayer, built from the patched tree, which the bundle does not
+# carry (hack/ab/zns.py takes build/zns-replay where there is none).
+cp -a "$("$AB_ROOT/hack/zns-replay.sh" build)" "$st/build/"
 cp -a "$AB_PREFIX"/bin/. "$st/prefix/bin/"
 cp -L "$docker" "$st/prefix/bin/docker"
 commit=$(git -C "$AB_ROOT" rev-parse HEAD 2>/dev/null || true)

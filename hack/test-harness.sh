@@ -46,6 +46,9 @@ trailerless() {
 	return "$rc"
 }
 check "patch queue: a patch without Upstream:/Drop-when: trailers is refused" trailerless
+# The zns replayer (built in the patched tree) first: the harness's tests
+# replay through it.
+check "zns-replay: go vet and unit tests (in the patched tree)" bash -c "'$AB_ROOT/hack/zns-replay.sh' vet && '$AB_ROOT/hack/zns-replay.sh' test"
 PYTHON=${PYTHON:-/usr/bin/python3}
 check "harness: suites, statistics, report (unittest)" env PYTHONPATH="$AB_ROOT/hack" "$PYTHON" -m unittest discover -s "$AB_ROOT/hack/ab/tests" -t "$AB_ROOT/hack"
 check "linkemu: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/linkemu' && go vet . && go test -count=1 ."

@@ -4,16 +4,17 @@ A zone is written only at its write pointer and freed only by resetting all of
 it. Checkpoint images of several containers appended to one shared log share
 zones, so deleting one image leaves dead data in zones that still hold other
 images' live data, and garbage collection has to copy (relocate) that live data
-before it can reset the zone. Zone-aware placement gives every image zones of
-its own (a fresh empty zone at the start, the last zone finished when it is
-complete, all of them reset when it is deleted), so deleting whole images
-relocates nothing. This module measures both on the same geometry and trace.
+before it can reset the zone. Placements that know images and their lifetimes
+keep data that dies together in the same zones, and relocate nothing. This
+module measures them on the same geometry and trace.
 
-Two layers, as in ZenFS: `Device` knows zones and their rules and nothing else
-(append at the write pointer, finish, reset, open and active limits), and the
-placements above it know images, owners and lifetimes and nothing about the
-device's internals. A placement that breaks a rule of the device gets a
-DeviceError, so the replay doubles as a check of the placement.
+The replay itself is hack/zns-replay, a Go command built inside the patched
+moby tree (hack/zns-replay.sh): its device is the daemon's own model of a zoned
+device (daemon/internal/zoned.Model), whose rules a placement cannot break
+without stopping the replay, and its policy zone-pack is the daemon's own
+placement (zoned.Placer); the others are the baselines it is measured against.
+This module has the traces (reading, generating, recording from a daemon's
+log), the geometry and the command line.
 
     PYTHONPATH=hack python3 -m ab.zns --trace FILE [--zone-size 64MiB ...] [--json out.json]
     PYTHONPATH=hack python3 -m ab.zns gen-trace --out FILE [--rounds 48 ...]
@@ -27,9 +28,12 @@ import datetime
 import hashlib
 import json
 import math
+import os
 import random
 import re
+import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 
 from . import units
@@ -37,20 +41,12 @@ from .results import Cell
 
 HEADER = ["time_s", "op", "container", "checkpoint", "bytes"]
 OPS = ("create", "delete")
-POLICIES = ("shared-log", "zone-aware", "multi-log", "zone-tail")
+POLICIES = ("shared-log", "zone-aware", "multi-log", "zone-tail", "zone-pack")
 MiB = 1 << 20
 
 
 class TraceError(Exception):
     pass
-
-
-class DeviceError(Exception):
-    """A placement broke a rule of the zoned device (a bug in the placement)."""
-
-
-class NoSpace(Exception):
-    """A write found no zone to go to: the image is reported as failed."""
 
 
 # --- the trace -------------------------------------------------------------
@@ -303,510 +299,11 @@ class Geometry:
                 f"max active {lim(self.max_active)}; {self.block}-byte blocks")
 
 
-EMPTY, OPEN, CLOSED, FULL = "empty", "open", "closed", "full"
-
-
-@dataclass
-class Zone:
-    index: int
-    state: str = EMPTY
-    wp: int = 0  # bytes written since the last reset
-
-
-class Device:
-    """A zoned namespace's rules and nothing else. A write goes to the write
-    pointer and opens the zone; a zone is full when written to its capacity or
-    finished, and empty again only by a reset. Open (and active: open or
-    closed) zones are limited."""
-
-    def __init__(self, g):
-        self.g = g
-        self.zones = [Zone(i) for i in range(g.zones)]
-        self.resets = self.finishes = 0
-        self.finished_unwritten = 0  # capacity given up by finishing zones early
-        self.peak_open = self.peak_active = 0
-
-    def count(self, *states):
-        return sum(z.state in states for z in self.zones)
-
-    def append(self, i, n):
-        """Write n bytes at zone i's write pointer; returns where they went."""
-        z = self.zones[i]
-        if n <= 0 or n % self.g.block:
-            raise DeviceError(f"zone {i}: a write of {n} bytes is not whole blocks of {self.g.block}")
-        if z.state == FULL:
-            raise DeviceError(f"zone {i}: write to a full zone")
-        if z.wp + n > self.g.zone_capacity:
-            raise DeviceError(f"zone {i}: write of {n} at {z.wp} crosses the zone capacity {self.g.zone_capacity}")
-        if z.state == EMPTY and self.g.max_active and self.count(OPEN, CLOSED) >= self.g.max_active:
-            raise DeviceError(f"zone {i}: opening it exceeds {self.g.max_active} active zones")
-        if z.state != OPEN and self.g.max_open and self.count(OPEN) >= self.g.max_open:
-            raise DeviceError(f"zone {i}: opening it exceeds {self.g.max_open} open zones")
-        z.state = OPEN
-        self.peak_open = max(self.peak_open, self.count(OPEN))
-        self.peak_active = max(self.peak_active, self.count(OPEN, CLOSED))
-        off = z.wp
-        z.wp += n
-        if z.wp == self.g.zone_capacity:
-            z.state = FULL
-        return off
-
-    def close(self, i):
-        """Give back zone i's open resource; it stays active until full or reset."""
-        z = self.zones[i]
-        if z.state != OPEN:
-            raise DeviceError(f"zone {i}: close of a zone that is {z.state}")
-        z.state = CLOSED
-
-    def finish(self, i):
-        """Give up the rest of zone i: it becomes full and stops counting as open."""
-        z = self.zones[i]
-        if z.state != FULL:
-            z.state = FULL
-            self.finishes += 1
-            self.finished_unwritten += self.g.zone_capacity - z.wp
-
-    def reset(self, i):
-        z = self.zones[i]
-        if z.state != EMPTY:
-            self.resets += 1
-        z.state, z.wp = EMPTY, 0
-
-
-# --- placement -------------------------------------------------------------
-
-@dataclass
-class Extent:
-    zone: int
-    offset: int
-    length: int
-
-
-@dataclass
-class Image:
-    """One checkpoint image: where its bytes are and, while it is being
-    written, how many are still to come."""
-    container: str
-    checkpoint: str
-    bytes: int  # as in the trace
-    padded: int  # whole blocks
-    remaining: int = 0
-    extents: list = field(default_factory=list)
-    zones: list = field(default_factory=list)  # zone-aware: the zones it owns, in order
-
-
-@dataclass
-class Failure:
-    time_s: float
-    container: str
-    checkpoint: str
-    bytes: int
-    reason: str
-
-
-class Placement:
-    """What both policies share: images, which zone holds which live bytes,
-    whose data each zone holds, the counters. The policies decide where."""
-    name = ""
-
-    def __init__(self, g, chunk=MiB, gc_reserve=2):
-        self.g = g
-        self.dev = Device(g)
-        self.chunk = chunk
-        self.gc_reserve = gc_reserve
-        self.images = {}  # (container, checkpoint) -> Image, the complete ones
-        self.failures = []
-        self.live = [0] * g.zones
-        self.held = [{} for _ in range(g.zones)]  # zone -> {id(extent): (image, extent)}, in write order
-        self.owners = [set() for _ in range(g.zones)]  # containers that wrote to the zone since its reset
-        self.in_flight = []  # admitted images of the group being written
-        self.host_bytes = self.relocated_bytes = self.gc_runs = 0
-        self.stored_bytes = 0  # the trace's bytes of the images that were written whole
-        self.now = 0.0
-
-    # events
-    def create_group(self, events):
-        """Creates taken together: every image is a stream, and the streams'
-        chunks are written round-robin, as concurrent writers' would arrive."""
-        waiting = collections.deque()
-        for e in events:
-            self.now = e.time_s
-            im = Image(e.container, e.checkpoint, e.bytes, self.g.padded(e.bytes))
-            im.remaining = im.padded
-            why = self.admit(im)
-            if why:
-                self.fail(im, why)
-            else:
-                waiting.append(im)
-                self.in_flight.append(im)
-        running = []
-        while waiting or running:
-            while waiting and len(running) < self.streams():
-                running.append(waiting.popleft())
-            for im in list(running):
-                n = min(self.chunk, im.remaining)
-                try:
-                    self.put(im, n)
-                except NoSpace as ex:
-                    self.drop(im)
-                    self.fail(im, str(ex))
-                    running.remove(im)
-                    self.in_flight.remove(im)
-                    continue
-                im.remaining -= n
-                if not im.remaining:
-                    self.complete(im)
-                    self.images[(im.container, im.checkpoint)] = im
-                    self.stored_bytes += im.bytes
-                    running.remove(im)
-                    self.in_flight.remove(im)
-
-    def delete(self, e):
-        self.now = e.time_s
-        im = self.images.pop(e.key, None)
-        if im is None:
-            return  # its create failed: nothing of it is on the device
-        self.drop(im)
-        self.deleted(im)
-
-    # policy hooks
-    def admit(self, im):
-        """Why im cannot be written (None: it can)."""
-        return None
-
-    def streams(self):
-        """How many images may be written at once."""
-        return math.inf
-
-    def put(self, im, n):
-        raise NotImplementedError
-
-    def complete(self, im):
-        pass
-
-    def deleted(self, im):
-        pass
-
-    # bookkeeping
-    def write(self, im, zone, n, gc=False):
-        off = self.dev.append(zone, n)
-        last = im.extents[-1] if im.extents else None
-        if last and last.zone == zone and last.offset + last.length == off:
-            last.length += n
-        else:
-            last = Extent(zone, off, n)
-            im.extents.append(last)
-            self.held[zone][id(last)] = (im, last)
-        self.live[zone] += n
-        self.owners[zone].add(im.container)
-        if gc:
-            self.relocated_bytes += n
-        else:
-            self.host_bytes += n
-
-    def drop(self, im):
-        """im's bytes are dead: they stay in their zones until a reset."""
-        for x in im.extents:
-            self.live[x.zone] -= x.length
-            del self.held[x.zone][id(x)]
-        im.extents = []
-
-    def reset(self, zone):
-        if self.live[zone]:
-            raise DeviceError(f"zone {zone}: reset with {self.live[zone]} live bytes")
-        self.dev.reset(zone)
-        self.owners[zone].clear()
-
-    def fail(self, im, why):
-        self.failures.append(Failure(self.now, im.container, im.checkpoint, im.bytes, why))
-
-    def empty_zones(self):
-        return [z.index for z in self.dev.zones if z.state == EMPTY]
-
-    def mixed_zones(self):
-        return sum(len(o) > 1 for o in self.owners)
-
-
-class ZoneAware(Placement):
-    """Every image in zones of its own: a fresh empty zone to start, the last
-    one finished when the image is complete, all of them reset when it is
-    deleted. Each image being written holds one open zone, so no more images
-    than the device's open (and active) limit are written at once; the rest
-    wait for a turn."""
-    name = "zone-aware"
-
-    def __init__(self, g, chunk=MiB, gc_reserve=2):
-        super().__init__(g, chunk, gc_reserve)
-        self.promised = set()  # empty zones set aside for images not yet written
-
-    def admit(self, im):
-        need = -(-im.padded // self.g.zone_capacity)
-        free = [z for z in self.empty_zones() if z not in self.promised]
-        if need > len(free):
-            return f"device full: needs {need} empty zones, {len(free)} left"
-        im.zones = free[:need]
-        self.promised.update(im.zones)
-        return None
-
-    def streams(self):
-        limits = [x for x in (self.g.max_open, self.g.max_active) if x]
-        return min(limits) if limits else math.inf
-
-    def put(self, im, n):
-        while n:
-            z = next(z for z in im.zones if self.dev.zones[z].state != FULL)
-            k = min(n, self.g.zone_capacity - self.dev.zones[z].wp)
-            self.write(im, z, k)
-            n -= k
-
-    def complete(self, im):
-        for z in im.zones:
-            self.dev.finish(z)
-        self.promised.difference_update(im.zones)
-
-    def deleted(self, im):
-        for z in im.zones:
-            self.reset(z)
-
-
-class SharedLog(Placement):
-    """One append log for everything, zones filled in order, all containers'
-    chunks interleaved. A delete only makes bytes dead. When a new zone is
-    needed and no more than `gc_reserve` empty zones are left, greedy garbage
-    collection takes the full zone with the least live data, appends its live
-    bytes at the log head and resets it. The reserve is for the collector:
-    host writes never take it, and images that would not fit beside the live
-    data outside it fail up front."""
-    name = "shared-log"
-
-    def __init__(self, g, chunk=MiB, gc_reserve=2):
-        super().__init__(g, chunk, gc_reserve)
-        self.head = None
-
-    def admit(self, im):
-        usable = (self.g.zones - self.gc_reserve) * self.g.zone_capacity
-        need = sum(self.live) + sum(x.remaining for x in self.in_flight) + im.padded
-        if need > usable:
-            return (f"device full: {units.human_size(need)} live with it, "
-                    f"{units.human_size(usable)} outside the GC reserve")
-        return None
-
-    def put(self, im, n):
-        self.append(im, n, gc=False)
-
-    def append(self, im, n, gc):
-        while n:
-            if self.head is None or self.dev.zones[self.head].state == FULL:
-                if not gc:
-                    self.collect()  # which may itself open the next head
-                if self.head is None or self.dev.zones[self.head].state == FULL:
-                    self.head = self.take_zone(gc)
-            k = min(n, self.g.zone_capacity - self.dev.zones[self.head].wp)
-            self.write(im, self.head, k, gc)
-            n -= k
-
-    def take_zone(self, gc):
-        empty = self.empty_zones()
-        if not gc and len(empty) <= self.gc_reserve:
-            raise NoSpace(f"device full: no empty zone outside the GC reserve of {self.gc_reserve}")
-        if not empty:
-            raise NoSpace("device full: the collector found no empty zone")
-        return empty[0]
-
-    def collect(self):
-        while len(self.empty_zones()) <= self.gc_reserve:
-            v = self.victim()
-            if v is None:
-                return
-            self.relocate(v)
-
-    def victim(self):
-        full = [z.index for z in self.dev.zones if z.state == FULL]
-        if not full:
-            return None
-        v = min(full, key=lambda z: (self.live[z], z))
-        gc_head = self.gc_head()
-        room = len(self.empty_zones()) * self.g.zone_capacity
-        if gc_head is not None and self.dev.zones[gc_head].state != FULL:
-            room += self.g.zone_capacity - self.dev.zones[gc_head].wp
-        if self.live[v] >= self.g.zone_capacity or self.live[v] > room:
-            return None
-        return v
-
-    def gc_head(self):
-        """The zone the collector appends to, if any."""
-        return self.head
-
-    def relocate(self, v):
-        self.gc_runs += 1
-        for im, x in list(self.held[v].values()):
-            im.extents = [e for e in im.extents if e is not x]
-            del self.held[v][id(x)]
-            self.live[v] -= x.length
-            self.append(im, x.length, gc=True)
-        self.reset(v)
-        self.head_reset(v)
-
-    def head_reset(self, v):
-        """Zone v was reset: no head stays on it."""
-        if self.head == v:
-            self.head = None
-
-
-class MultiLog(SharedLog):
-    """The shared log with several heads: each container's images are
-    appended at a head of their own (containers are dealt to `heads` heads
-    in the order they first write, so with as many heads as containers no
-    zone mixes two of them), and the collector appends what it relocates
-    at a head of its own, as ZenFS separates data by lifetime into open
-    zones. Every head holds one open zone, so heads + 1 is at most the
-    device's open (and active) limit; `heads` 0 takes the most the limit
-    allows. Greedy collection, its reserve and the admission are the shared
-    log's."""
-    name = "multi-log"
-
-    def __init__(self, g, chunk=MiB, gc_reserve=2, heads=0):
-        super().__init__(g, chunk, gc_reserve)
-        self.nheads = heads or max_heads(g)
-        self.heads = {}  # "gc" or a head's number -> its zone
-        self.dealt = {}  # container -> its head's number
-
-    def head_of(self, im, gc):
-        if gc:
-            return "gc"
-        if im.container not in self.dealt:
-            self.dealt[im.container] = len(self.dealt) % self.nheads
-        return self.dealt[im.container]
-
-    def append(self, im, n, gc):
-        key = self.head_of(im, gc)
-        while n:
-            z = self.heads.get(key)
-            if z is None or self.dev.zones[z].state == FULL:
-                if not gc:
-                    self.collect()  # which may itself take zones
-                z = self.heads.get(key)
-                if z is None or self.dev.zones[z].state == FULL:
-                    z = self.heads[key] = self.take_zone(gc)
-            k = min(n, self.g.zone_capacity - self.dev.zones[z].wp)
-            self.write(im, z, k, gc)
-            n -= k
-
-    def gc_head(self):
-        return self.heads.get("gc")
-
-    def head_reset(self, v):
-        for k in [k for k, z in self.heads.items() if z == v]:
-            del self.heads[k]
-
-
-class ZoneTail(Placement):
-    """Whole zones for the part of an image that fills whole zones, as
-    zone-aware placement; the rest of it (its tail, less than a zone) is
-    appended at a head shared by the container's checkpoints (containers
-    dealt round-robin over a quarter of the open limit), so that tails that
-    die in the order they were written share zones, and no image is rounded
-    up to whole zones. A tail that does not fit in its head's room fills it
-    and goes on in a new head zone. A zone is reset as soon as nothing in it
-    is live; there is no collector and nothing is relocated."""
-    name = "zone-tail"
-
-    def __init__(self, g, chunk=MiB, gc_reserve=2):
-        super().__init__(g, chunk, gc_reserve)
-        limit = min([x for x in (g.max_open, g.max_active) if x] or [16])
-        self.nheads = max(1, limit // 4)
-        self.nstreams = max(1, limit - 2 * self.nheads)
-        self.heads = {}  # head number -> its zone
-        self.dealt = {}  # container -> head number
-        self.room = {}  # head zone -> capacity not yet promised to a tail
-        self.pending = collections.Counter()  # zone -> bytes promised to tails, not yet written
-        self.promised = set()  # empty zones set aside for images being written
-
-    def streams(self):
-        return self.nstreams
-
-    def admit(self, im):
-        cap = self.g.zone_capacity
-        whole, tail = divmod(im.padded, cap)
-        slot = self.dealt.setdefault(im.container, len(self.dealt) % self.nheads)
-        h = self.heads.get(slot)
-        room = self.room[h] if h is not None else 0
-        new_head = tail > room
-        free = [z for z in self.empty_zones() if z not in self.promised]
-        need = whole + (1 if new_head else 0)
-        if need > len(free):
-            return f"device full: needs {need} empty zones, {len(free)} left"
-        im.zones = free[:whole]
-        self.promised.update(im.zones)
-        im.tail = []  # [(zone, bytes)]: where the tail goes, in order
-        if tail:
-            if room:
-                im.tail.append((h, min(room, tail)))
-            if new_head:
-                if h is not None:
-                    del self.room[h]  # full once its promised tails are written
-                h = self.heads[slot] = free[whole]
-                self.promised.add(h)
-                self.room[h] = cap
-                im.tail.append((h, tail - room))
-            for z, n in im.tail:
-                if z in self.room:
-                    self.room[z] -= n
-                self.pending[z] += n
-        return None
-
-    def put(self, im, n):
-        while n:
-            own = [z for z in im.zones if self.dev.zones[z].state != FULL]
-            if own:
-                z = own[0]
-                k = min(n, self.g.zone_capacity - self.dev.zones[z].wp)
-            else:
-                z, want = im.tail[0]
-                k = min(n, want)
-                im.tail[0] = (z, want - k)
-                if not im.tail[0][1]:
-                    im.tail.pop(0)
-                self.pending[z] -= k
-                self.promised.discard(z)
-            self.write(im, z, k)
-            n -= k
-
-    def complete(self, im):
-        self.promised.difference_update(im.zones)
-
-    def drop(self, im):
-        zones = {x.zone for x in im.extents}
-        super().drop(im)
-        for z, n in getattr(im, "tail", []):  # a failed create: what it was promised is not coming
-            self.pending[z] -= n
-            zones.add(z)
-        im.tail = []
-        im.dropped = zones
-
-    def deleted(self, im):
-        for z in set(im.zones) | im.dropped:
-            self.reset_if_dead(z)
-
-    def reset_if_dead(self, z):
-        zone = self.dev.zones[z]
-        if self.live[z] or zone.state == EMPTY or self.pending[z]:
-            return
-        if z in self.room:  # the current head: it starts again empty
-            for k in [k for k, v in self.heads.items() if v == z]:
-                del self.heads[k]
-            del self.room[z]
-        self.reset(z)
-
-
 def max_heads(g):
     """The most host heads a multi-head log can keep open beside the
     collector's on g (16 when the device sets no limit)."""
     limits = [x for x in (g.max_open, g.max_active) if x]
     return max(1, (min(limits) if limits else 17) - 1)
-
-
-PLACEMENTS = {"shared-log": SharedLog, "zone-aware": ZoneAware, "multi-log": MultiLog, "zone-tail": ZoneTail}
 
 
 def placement_problems(g, chunk, gc_reserve, heads=0):
@@ -823,6 +320,19 @@ def placement_problems(g, chunk, gc_reserve, heads=0):
 
 
 # --- the replay -------------------------------------------------------------
+
+class ReplayError(Exception):
+    """The replayer could not run, or a placement broke a rule of the device."""
+
+
+@dataclass
+class Failure:
+    time_s: float
+    container: str
+    checkpoint: str
+    bytes: int
+    reason: str
+
 
 @dataclass
 class Outcome:
@@ -842,99 +352,101 @@ class Outcome:
                           series=self.series)
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_replayer = None
+# How the replayer is started (the harness's tests that pretend the test
+# hosts put the real one back here: a replay is no command on a test host).
+_Popen = subprocess.Popen
+
+
+def _run(cmd):
+    """(exit status, standard output, standard error) of cmd."""
+    with _Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
+        out, err = p.communicate()
+    return p.returncode, out, err
+
+
+def replayer():
+    """The replay command, hack/zns-replay/: built from the patched tree by
+    hack/zns-replay.sh (once per process), or the one ZNS_REPLAY names, or
+    build/zns-replay where there is no patched tree to build it from (a
+    bundle for test nodes)."""
+    global _replayer
+    if _replayer:
+        return _replayer
+    path = os.environ.get("ZNS_REPLAY")
+    built = os.path.join(ROOT, "build", "zns-replay")
+    if not path and not os.path.isdir(os.path.join(ROOT, "build", "moby-patched")) and os.path.exists(built):
+        path = built
+    if not path:
+        rc, out, err = _run([os.path.join(ROOT, "hack", "zns-replay.sh"), "build"])
+        if rc:
+            raise ReplayError(f"building the replayer (hack/zns-replay.sh build) failed:\n{err.strip()}")
+        path = out.strip().splitlines()[-1]
+    _replayer = path
+    return path
+
+
+# The series every replay has, sampled after every step (a delete, or a
+# group of creates taken together); zone_t_s and zone_live_pct, the
+# occupancy map, only where asked for.
 SERIES = ("t_s", "events", "live_bytes", "used_zones", "util_used", "util_total", "host_bytes",
           "relocated_bytes", "resets", "mixed_zones")
-
-
-def groups(events):
-    """Consecutive creates at the same time are one group (taken together);
-    every delete is its own step."""
-    i = 0
-    while i < len(events):
-        e = events[i]
-        j = i + 1
-        if e.op == "create":
-            while j < len(events) and events[j].op == "create" and events[j].time_s == e.time_s:
-                j += 1
-        yield events[i:j]
-        i = j
-
-
 OCCUPANCY_SAMPLES = 120  # at most this many states of every zone kept for the occupancy map
 
 
+def replay_trace(path, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0, occupancy=False):
+    """Replay the trace file at path on a model of the device g under each
+    policy: [Outcome]. The replay is hack/zns-replay's, the daemon's own
+    device model (daemon/internal/zoned) and, for zone-pack, the daemon's
+    own placement. occupancy: also keep every zone's state (live % of its
+    capacity, -1 empty) at up to OCCUPANCY_SAMPLES steps spread over the
+    trace, as series zone_t_s and zone_live_pct, for the occupancy map."""
+    cmd = [replayer(), "--trace", path, "--zone-size", str(g.zone_size), "--zone-capacity", str(g.zone_capacity),
+           "--zones", str(g.zones), "--max-open", str(g.max_open), "--max-active", str(g.max_active),
+           "--block", str(g.block), "--chunk", str(chunk), "--gc-reserve", str(gc_reserve), "--heads", str(heads)]
+    for p in policies:
+        cmd += ["--policy", p]
+    if occupancy:
+        cmd.append("--occupancy")
+    rc, out, err = _run(cmd)
+    if rc:
+        raise ReplayError(err.strip() or f"{cmd[0]} exited {rc}")
+    doc = json.loads(out)
+    return [Outcome(o["policy"], _floats(o["metrics"], FLOAT_METRICS), [Failure(**_floats(f, ("time_s",)))
+                                                                        for f in o["failures"]],
+                    _floats(o["series"], FLOAT_SERIES)) for o in doc["outcomes"]]
+
+
+# What is a float even where its value is whole (JSON from Go writes 1.0 as 1).
+FLOAT_METRICS = ("write_amplification", "util_used_min", "util_used_mean", "util_total_mean", "util_total_max")
+FLOAT_SERIES = ("t_s", "util_used", "util_total", "zone_t_s")
+
+
+def _floats(d, keys):
+    for k in keys:
+        v = d.get(k)
+        if isinstance(v, list):
+            d[k] = [float(x) if isinstance(x, int) else x for x in v]
+        elif isinstance(v, int):
+            d[k] = float(v)
+    return d
+
+
 def replay(events, g, policy, chunk=MiB, gc_reserve=2, heads=0, occupancy=False):
-    """Run the trace through one placement; the state is sampled after every
-    step (a delete, or a group of creates taken together). heads: the
-    multi-head log's (0: as many as the device allows). occupancy: also
-    keep every zone's state (live % of its capacity, -1 empty) at up to
-    OCCUPANCY_SAMPLES steps spread over the trace, as series zone_t_s and
-    zone_live_pct, for the occupancy map."""
-    p = MultiLog(g, chunk, gc_reserve, heads) if policy == "multi-log" else PLACEMENTS[policy](g, chunk, gc_reserve)
-    s = {k: [] for k in SERIES}
-    zt, zl = [], []
-    done = 0
-    for grp in groups(events):
-        if grp[0].op == "create":
-            p.create_group(grp)
-        else:
-            p.delete(grp[0])
-        done += len(grp)
-        live = sum(p.live)
-        used = g.zones - len(p.empty_zones())
-        for k, v in (("t_s", grp[-1].time_s), ("events", done), ("live_bytes", live), ("used_zones", used),
-                     ("util_used", round(live / (used * g.zone_capacity), 4) if used else None),
-                     ("util_total", round(live / g.capacity, 4)), ("host_bytes", p.host_bytes),
-                     ("relocated_bytes", p.relocated_bytes), ("resets", p.dev.resets),
-                     ("mixed_zones", p.mixed_zones())):
-            s[k].append(v)
-        if occupancy:
-            zt.append(grp[-1].time_s)
-            zl.append([-1 if z.state == EMPTY else round(100 * p.live[z.index] / g.zone_capacity)
-                       for z in p.dev.zones])
-    if occupancy and zt:
-        n = len(zt)
-        keep = sorted({round(i * (n - 1) / (OCCUPANCY_SAMPLES - 1)) for i in range(OCCUPANCY_SAMPLES)}) \
-            if n > OCCUPANCY_SAMPLES else range(n)
-        s["zone_t_s"] = [zt[i] for i in keep]
-        s["zone_live_pct"] = [zl[i] for i in keep]
-    return Outcome(policy, metrics(p, s, events), p.failures, s)
-
-
-def time_mean(ts, vs):
-    """Mean of a state sampled at times ts, each value weighted by how long
-    it held: states between rounds count, the moment between a round's
-    creates and its deletes does not."""
-    pairs = [(t1 - t0, v) for t0, t1, v in zip(ts, ts[1:], vs) if v is not None]
-    span = sum(d for d, _ in pairs)
-    if span <= 0:
-        vals = [v for v in vs if v is not None]
-        return round(sum(vals) / len(vals), 4) if vals else None
-    return round(sum(d * v for d, v in pairs) / span, 4)
-
-
-def metrics(p, s, events):
-    used = [u for u in s["util_used"] if u is not None]
-    creates = sum(e.op == "create" for e in events)
-    return {
-        "creates": creates, "deletes": len(events) - creates, "failed": len(p.failures),
-        "stored_bytes": p.stored_bytes,
-        "host_bytes": p.host_bytes, "relocated_bytes": p.relocated_bytes,
-        "write_amplification": round((p.host_bytes + p.relocated_bytes) / p.host_bytes, 4) if p.host_bytes else None,
-        "resets": p.dev.resets, "finishes": p.dev.finishes, "gc_runs": p.gc_runs,
-        "finished_unwritten_bytes": p.dev.finished_unwritten,
-        "mixed_zones_max": max(s["mixed_zones"], default=0), "mixed_zones_end": p.mixed_zones(),
-        "util_used_min": min(used) if used else None,
-        "util_used_mean": time_mean(s["t_s"], s["util_used"]),
-        "util_total_mean": time_mean(s["t_s"], s["util_total"]),
-        "util_total_max": max(s["util_total"], default=None),
-        "peak_live_bytes": max(s["live_bytes"], default=0),
-        "peak_open": p.dev.peak_open, "peak_active": p.dev.peak_active,
-    }
+    """Run the events through one placement (replay_trace, on a trace file
+    of them): an Outcome."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.csv")
+        write_trace(path, events)
+        return replay_trace(path, g, [policy], chunk, gc_reserve, heads, occupancy)[0]
 
 
 def compare(events, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0):
-    return [replay(events, g, pol, chunk, gc_reserve, heads) for pol in policies]
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.csv")
+        write_trace(path, events)
+        return replay_trace(path, g, policies, chunk, gc_reserve, heads)
 
 
 # --- presenting ------------------------------------------------------------
@@ -957,6 +469,7 @@ ROWS = (
     ("device utilisation (mean / max)", lambda m: f"{pct(m['util_total_mean'])} / {pct(m['util_total_max'])}"),
     ("peak open / active zones", lambda m: f"{m['peak_open']} / {m['peak_active']}"),
     ("failed creates", lambda m: f"{m['failed']} of {m['creates']}"),
+    ("wasted", lambda m: "-" if m.get("wasted_bytes") is None else gib(m["wasted_bytes"])),
 )
 
 
@@ -993,12 +506,16 @@ def main(argv=None):
     except TraceError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except ReplayError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
 
 
 def replay_main(argv):
     d = Geometry()
     p = argparse.ArgumentParser(prog="ab.zns", description="Replay a checkpoint trace on a zoned device under "
-                                "shared-log, zone-aware and multi-head log placement. `ab.zns gen-trace --help`: the default trace.")
+                                f"each placement policy ({', '.join(POLICIES)}). "
+                                "`ab.zns gen-trace --help`: the default trace.")
     p.add_argument("--trace", required=True, help="CSV: " + ",".join(HEADER))
     p.add_argument("--zone-size", type=_arg(units.size), default=d.zone_size)
     p.add_argument("--zone-capacity", type=_arg(units.size), default=d.zone_capacity)
@@ -1009,7 +526,7 @@ def replay_main(argv):
     p.add_argument("--chunk", type=_arg(units.size), default=MiB, help="interleaving unit of concurrent images")
     p.add_argument("--gc-reserve", type=int, default=2, help="empty zones kept for the logs' collector")
     p.add_argument("--heads", type=int, default=0, help="the multi-head log's host heads (0: the open limit less one)")
-    p.add_argument("--policy", action="append", choices=POLICIES, help="default: both")
+    p.add_argument("--policy", action="append", choices=POLICIES, help="default: all")
     p.add_argument("--json", help="write the metrics and time series here")
     a = p.parse_args(argv)
     g = Geometry(zone_size=a.zone_size, zone_capacity=a.zone_capacity, zones=a.zones,
@@ -1017,7 +534,7 @@ def replay_main(argv):
     for k, msg in g.problems() + placement_problems(g, a.chunk, a.gc_reserve, a.heads):
         p.error(f"--{k.replace('_', '-')}: {msg}")
     events = read_trace(a.trace)
-    outs = compare(events, g, a.policy or POLICIES, a.chunk, a.gc_reserve, a.heads)
+    outs = replay_trace(a.trace, g, a.policy or POLICIES, a.chunk, a.gc_reserve, a.heads)
     print(f"trace {a.trace}: {len(events)} events; device: {g.describe()}\n")
     print(table(outs))
     if a.json:

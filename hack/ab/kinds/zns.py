@@ -1,5 +1,6 @@
 """kind = "zns": a checkpoint trace replayed on a model of a zoned device
-(hack/ab/zns.py) under each placement policy; no daemons.
+under each placement policy (hack/ab/zns.py, which runs hack/zns-replay: the
+daemon's own device model and placement); no daemons.
 
 A cell is a policy's replay on one geometry: flavor and policy name the
 policy, scenario is "replay", and the entry has the geometry, the replay's
@@ -229,8 +230,8 @@ def run(r):
     prog = Progress(len(s.geometries) * len(s.policies))
     for g in s.geometries:
         sys.stderr.write(f"==> {len(events)} events on {g.describe()}\n")
-        for policy in s.policies:
-            o = zns.replay(events, g, policy, s.chunk, s.gc_reserve, s.heads, occupancy=g == s.geometry)
+        outs = zns.replay_trace(path, g, s.policies, s.chunk, s.gc_reserve, s.heads, occupancy=g == s.geometry)
+        for policy, o in zip(s.policies, outs):
             r.results.append(o.entry(dict(doc["placement"]), g))
             m = o.metrics
             on = f" on {units.human_size(g.zone_size)} zones" if scan else ""
@@ -288,6 +289,7 @@ SCAN_COLUMNS = (
     ("used-zone utilisation (mean)", lambda e: zns.pct(e["metrics"]["util_used_mean"])),
     ("failed creates", lambda e: f"{e['metrics']['failed']} of {e['metrics']['creates']}"),
     ("not stored", lambda e: zns.gib(_not_stored(e))),
+    ("wasted", lambda e: zns.ROWS[-1][1](e["metrics"])),
 )
 
 
@@ -351,6 +353,9 @@ def write(outdir, doc):
            "x zone capacity); device utilisation: live bytes / all zones' capacity. Both are sampled after every "
            "delete and after every group of creates taken together; the minimum is over those samples, the mean "
            "weights each sample by how long it held (in trace time). "
+           "Wasted: capacity that holds no byte of a stored image and was not relocated: the images' block "
+           "padding, the partial writes of creates that failed, and the capacity given up by finishing zones "
+           "short of it (zone-aware placement rounds every image up to whole zones this way). "
            "A create that cannot fit fails and the replay goes on; the trace's later delete of that checkpoint "
            "then finds nothing to delete." + (" Not stored: the trace's bytes of the failed creates." if scan else ""),
            ""]
@@ -410,8 +415,8 @@ def _time_axis(ts):
     return 1, "trace time (s)"
 
 
-ZNS_COLOUR = {"shared-log": "C3", "zone-aware": "C0"}
-ZNS_MARKER = {"shared-log": "o", "zone-aware": "s"}
+ZNS_COLOUR = {"shared-log": "C3", "zone-aware": "C0", "multi-log": "C1", "zone-tail": "C4", "zone-pack": "C2"}
+ZNS_MARKER = {"shared-log": "o", "zone-aware": "s", "multi-log": "^", "zone-tail": "v", "zone-pack": "D"}
 
 
 def plot_zns_scan(doc, outdir, geoms):

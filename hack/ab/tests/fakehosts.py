@@ -14,7 +14,9 @@ import tempfile
 import zlib
 from unittest import mock
 
-from ab import hosts, results
+from ab import hosts, results, zns
+
+_REAL_POPEN = subprocess.Popen
 
 
 def _unit(key):
@@ -291,6 +293,9 @@ def pretend(fail=()):
         mock.patch("time.monotonic", world.monotonic),
         mock.patch("time.sleep", world.sleep),
         mock.patch("subprocess.Popen", FakeProcess),
+        # A zns replay is a computation on this machine, not a command on a
+        # host: it runs for real.
+        mock.patch.object(zns, "_Popen", _REAL_POPEN),
         mock.patch("concurrent.futures.ThreadPoolExecutor", _Inline),
         mock.patch("os.cpu_count", lambda: 2),
     ]
