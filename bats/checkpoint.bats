@@ -19,9 +19,12 @@ setup() {
 }
 
 teardown() {
-	if mountpoint -q "$BATS_TEST_TMPDIR/small" 2>/dev/null; then
-		umount "$BATS_TEST_TMPDIR/small"
-	fi
+	local m
+	for m in "$BATS_TEST_TMPDIR/small" /run/moby-ab/patched/exec/checkpoint-scratch; do
+		if mountpoint -q "$m" 2>/dev/null; then
+			umount "$m"
+		fi
+	done
 	"$AB_ROOT/hack/daemon.sh" down patched >/dev/null 2>&1 || true
 }
 
@@ -112,6 +115,20 @@ restore_counts_on() {
 	assert_output --regexp 'checkpoint=cp1 .*commit=.*dump=.*queued='
 }
 
+@test "patched: a restored container's memory usage is known to its next checkpoint" {
+	# containerd reports no metrics for a task restored from a checkpoint;
+	# the queue's order and the scratch space check need the usage anyway
+	up_patched
+	start_memholder mh 32
+	docker checkpoint create mh cp1 >/dev/null
+	restore_resumes mh --checkpoint cp1
+	run docker checkpoint create --leave-running mh cp2
+	assert_success
+	line=$(grep 'Checkpoint created' /var/lib/moby-ab/patched/dockerd.log | grep 'checkpoint=cp2')
+	[[ "$line" =~ memory=([0-9]+) ]]
+	[ "${BASH_REMATCH[1]}" -ge $((32 << 20)) ]
+}
+
 @test "patched: checkpoint-write-bandwidth paces the image writes; the checkpoint restores" {
 	# 8 MiB/s: a 32 MiB memory holder's images (about 33 MiB) need at least
 	# (33 - 1 MiB burst) / 8 = 4 s to be written; without the cap, 0.1 s.
@@ -159,6 +176,37 @@ restore_counts_on() {
 	sleep 1.5
 	run docker logs mh
 	refute_output --partial CORRUPT
+}
+
+@test "patched: images that do not fit the scratch space: refused with a cap, unpaced with auto" {
+	up_patched '{"checkpoint-write-bandwidth": "64MiB"}'
+	start_memholder mh 32
+	scratch=/run/moby-ab/patched/exec/checkpoint-scratch
+	mkdir -p "$scratch"
+	mount -t tmpfs -o size=8m tmpfs "$scratch"
+	# a fixed cap: refused before the container is frozen, naming the option
+	run docker checkpoint create --leave-running mh cp1
+	assert_failure
+	assert_output --partial 'checkpoint-write-bandwidth'
+	assert_output --partial 'do not fit'
+	run docker inspect -f '{{.State.Running}}' mh
+	assert_output true
+	run docker checkpoint ls mh
+	refute_output --partial cp1
+	# "auto": CRIU writes the images straight into the checkpoint, unpaced,
+	# and the checkpoint restores
+	echo '{"checkpoint-write-bandwidth": "auto"}' >"$BATS_TEST_TMPDIR/auto.json"
+	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/auto.json"
+	assert_success
+	run docker checkpoint create mh cp2
+	assert_success
+	run grep 'Checkpoint images written unpaced' /var/lib/moby-ab/patched/dockerd.log
+	assert_success
+	assert_output --partial 'do not fit'
+	run find "$scratch" -mindepth 1
+	assert_output ""
+	umount "$scratch"
+	restore_resumes mh --checkpoint cp2
 }
 
 # kill_and_restart: SIGKILL the patched dockerd, let the test's background

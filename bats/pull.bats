@@ -255,7 +255,7 @@ layer_bytes() {
 # A reset in the middle of a layer: stock's containerd store fails the pull
 # (its reader reconnects only after a clean early EOF) and the next pull goes
 # on from the partial ingest, or starts the layer again (both seen here);
-# patched (0014) goes on from the break within the pull, and the layer costs
+# patched (0019) goes on from the break within the pull, and the layer costs
 # the registry at most 10% more.
 @test "pull: a reset at 90% of a 100 MiB layer: patched goes on within the pull, stock fails it" {
 	local size ref=10.199.0.1:5001/ab/pull-reset:v1 flavour bytes tries
@@ -296,7 +296,7 @@ h.push_random_image("ab/pull-reset", "v1", [100 << 20], seed=90)') >/dev/null
 
 # A registry that caps each connection (as CDNs do): one large layer moves at
 # one connection's pace on stock, whatever its max-concurrent-downloads;
-# patched (0015) fetches it as bounded ranges on the registry's free slots,
+# patched (0020) fetches it as bounded ranges on the registry's free slots,
 # on both image stores. Times are reported, not asserted (the pull suites compare them).
 @test "pull: one 48 MiB layer from a registry that caps each connection: patched fetches it as parallel ranges" {
 	local size ref=10.199.0.1:5001/ab/pull-capped:v1 flavour t0 ranges peak bytes
