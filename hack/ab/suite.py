@@ -252,7 +252,7 @@ class Validator:
 
 def resolve(name_or_path, root):
     """A suite name (hyperfine-suites/NAME.toml) or a path."""
-    if os.path.exists(name_or_path):
+    if os.path.isfile(name_or_path):
         return name_or_path
     cand = os.path.join(root, "hyperfine-suites", name_or_path + ".toml")
     if os.path.exists(cand):
