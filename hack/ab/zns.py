@@ -434,19 +434,17 @@ def _floats(d, keys):
 
 
 def replay(events, g, policy, chunk=MiB, gc_reserve=2, heads=0, occupancy=False):
-    """Run the events through one placement (replay_trace, on a trace file
-    of them): an Outcome."""
+    """Run the events through one placement: an Outcome."""
+    return compare(events, g, [policy], chunk, gc_reserve, heads, occupancy)[0]
+
+
+def compare(events, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0, occupancy=False):
+    """Run the events through each placement (replay_trace, on a trace file
+    of them): [Outcome]."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "trace.csv")
         write_trace(path, events)
-        return replay_trace(path, g, [policy], chunk, gc_reserve, heads, occupancy)[0]
-
-
-def compare(events, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0):
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "trace.csv")
-        write_trace(path, events)
-        return replay_trace(path, g, policies, chunk, gc_reserve, heads)
+        return replay_trace(path, g, policies, chunk, gc_reserve, heads, occupancy)
 
 
 # --- presenting ------------------------------------------------------------
