@@ -7,7 +7,7 @@
 # time against the images' bytes at the cap.
 #
 # usage: hack/checkpoint-device-rate.sh [--size MiB] [--out DIR] CAP...
-#   CAP: a checkpoint-write-bandwidth value ("32MiB"), or "none"
+#   CAP: a checkpoint-write-bandwidth value ("32MiB" or "auto"), or "none"
 # Writes DIR/device-rate.json (default: a new directory under /tmp) and prints
 # a table. The patched test host must not be running already.
 set -euo pipefail
@@ -76,7 +76,8 @@ def logged(cap):
     line = open(os.path.join(outdir, f"log-{cap}.txt")).read()
     return {k: v.strip('"') for k, v in re.findall(r'(\w+)=("[^"]*"|\S+)', line)}
 def parse_cap(c):
-    if c == "none":
+    """The cap in bytes/s; None without one (none) or when it moves (auto)."""
+    if c in ("none", "auto"):
         return None
     m = re.fullmatch(r"([0-9.]+)\s*([KMG]i?B)?", c)
     mult = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "KB": 1e3, "MB": 1e6, "GB": 1e9, None: 1}[m[2]]
@@ -90,12 +91,13 @@ for r in runs:
     log = logged(cap)
     written = int(log["written"]) if "written" in log else None
     dump = seconds(log.get("dump"))
+    commit = seconds(log.get("commit"))
     rows = diskstats.read(samples)
     best = diskstats.worst_window(rows, t0, t1)
     took = t1 - t0
     rate = parse_cap(cap)
     floor = written / rate + (dump or 0) if rate and written else None
-    res = {"cap": cap, "cap_bytes_per_s": rate, "checkpoint_s": round(took, 3), "dump_s": dump, "daemon_log": log,
+    res = {"cap": cap, "cap_bytes_per_s": rate, "checkpoint_s": round(took, 3), "dump_s": dump, "commit_s": commit, "daemon_log": log,
            "written_bytes": written, "max_1s_window_bytes_per_s": round(best),
            "disk_bytes": diskstats.written(rows, t0, t1),
            "samples": [[round(t - t0, 3), int(s)] for t, s in rows if t0 - 0.2 <= t <= t1 + 0.2]}
@@ -104,7 +106,7 @@ for r in runs:
     if floor:
         res["checkpoint_over_floor"] = round(took / floor, 3)
     out.append(res)
-    table.append(f"| {cap} | {best / 2**20:.1f} | {res.get('max_1s_window_over_cap', '-')} | {(res['disk_bytes'] or 0) / 2**20:.0f} | {took:.2f} | {f'{dump:.3f}' if dump is not None else '-'} | {res.get('checkpoint_over_floor', '-')} |")
+    table.append(f"| {cap} | {best / 2**20:.1f} | {res.get('max_1s_window_over_cap', '-')} | {(res['disk_bytes'] or 0) / 2**20:.0f} | {took:.2f} | {f'{dump:.3f}' if dump is not None else '-'} | {f'{commit:.3f}' if commit is not None else '-'} | {res.get('checkpoint_over_floor', '-')} |")
     os.remove(samples)
     print(f"{cap:>8} {best / 2**20:14.1f} {res.get('max_1s_window_over_cap', float('nan')):6.2f} "
           f"{(res['disk_bytes'] or 0) / 2**20:11.0f} {took:12.2f} {res.get('checkpoint_over_floor', float('nan')):21.2f}")
@@ -113,8 +115,8 @@ json.dump({"what": "checkpoint-device-rate", "memory_mib": size, "disk": dev, "s
 with open(os.path.join(outdir, "report.md"), "w") as f:
     f.write(f"# Checkpoint writes as the disk sees them\n\nA {size} MiB memory holder checkpointed with --leave-running by the patched daemon "
             f"(series {series}) under each checkpoint-write-bandwidth cap; disk {dev}, /proc/diskstats sampled every 100 ms. "
-            "Floor: the images' bytes at the cap plus the dump. Samples in device-rate.json; made by hack/checkpoint-device-rate.sh.\n\n"
-            "| cap | max MiB/s over 1 s | / cap | MiB to disk | checkpoint s | dump s | / floor |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+            "Floor: the images' bytes at the cap plus the dump; commit: the fsyncs and renames after the write. Samples in device-rate.json; made by hack/checkpoint-device-rate.sh.\n\n"
+            "| cap | max MiB/s over 1 s | / cap | MiB to disk | checkpoint s | dump s | commit s | / floor |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
     f.write("\n".join(table) + "\n")
 print(f"results: {path}")
 EOF
