@@ -104,6 +104,38 @@ within() { # value lo hi
 	assert_failure
 }
 
+# the congestion control of the registry's sockets sending to the test host,
+# sampled while a transfer runs
+sender_cc() {
+	in_ns stock curl -fs -o /dev/null --limit-rate 2M http://10.199.0.1:5000/blob &
+	local pid=$! cc=""
+	for _ in $(seq 1 50); do
+		cc=$(nsenter --net=/run/netns/ab-reg ss -tinH state established '( sport = :5000 )' |
+			grep -owE 'cubic|bbr|reno' | head -1)
+		[ -n "$cc" ] && break
+		sleep 0.1
+	done
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	echo "$cc"
+}
+
+@test "link: both ends send with the congestion control asked for, cubic by default" {
+	# whatever the machine's default: a namespace inherits it
+	"$AB_ROOT/hack/link.sh" up stock --rtt 20ms --rate 100mbit
+	run sender_cc
+	assert_output cubic
+	run "$AB_ROOT/hack/link.sh" congestion stock
+	assert_success
+	[ "$(jq -r '.registry + " " + .host' <<<"$output")" = "cubic cubic" ]
+	"$AB_ROOT/hack/link.sh" up stock --rtt 20ms --rate 100mbit --congestion reno
+	run sender_cc
+	assert_output reno
+	"$AB_ROOT/hack/link.sh" down stock
+	run "$AB_ROOT/hack/link.sh" congestion stock
+	[ "$(jq -r .registry <<<"$output")" = default ]
+}
+
 @test "link: bad options are refused with a reason" {
 	run "$AB_ROOT/hack/link.sh" up stock --backend carrier-pigeon
 	assert_failure
@@ -111,4 +143,10 @@ within() { # value lo hi
 	run "$AB_ROOT/hack/link.sh" up stock --rate fast --backend tun
 	assert_failure
 	assert_output --partial "bad rate 'fast'"
+	run "$AB_ROOT/hack/link.sh" up stock --congestion no-such-thing --backend tun
+	assert_failure
+	assert_output --partial "--congestion: want a name such as cubic, got 'no-such-thing'"
+	run "$AB_ROOT/hack/link.sh" up stock --congestion nosuchcc --backend tun
+	assert_failure
+	assert_output --partial "'nosuchcc' is not available here (available:"
 }

@@ -207,7 +207,7 @@ def link_args(flavour, profile, backend="auto", second=False):
     numbers, parsed once from the suite's units (ab.units)."""
     args = [os.path.join(HACK, "link.sh"), "up", flavour, "--rtt-ms", units.plain(profile.rtt_ms),
             "--loss-pct", units.plain(profile.loss_pct), "--jitter-ms", units.plain(profile.jitter_ms),
-            "--queue", str(profile.queue), "--backend", backend]
+            "--queue", str(profile.queue), "--congestion", profile.congestion, "--backend", backend]
     if profile.rate_bits_per_s is not None:
         args += ["--rate-bits-per-s", units.plain(profile.rate_bits_per_s)]
     if second:
@@ -251,6 +251,17 @@ def link_rtt_ms(flavour, count=5, registry=REGISTRY):
            check=False, timeout=120)
     try:
         return float(p.stdout.strip()) if p.returncode == 0 else None
+    except ValueError:
+        return None
+
+
+def link_congestion(flavour, second=False):
+    """The congestion control each end of flavour's link sends with, as its
+    routes say ({"registry": ..., "host": ..., "default": the namespace's
+    own}), or None when it cannot be read."""
+    p = sh(os.path.join(HACK, "link.sh"), "congestion", flavour, *(["--second"] if second else []), check=False)
+    try:
+        return json.loads(p.stdout) if p.returncode == 0 else None
     except ValueError:
         return None
 

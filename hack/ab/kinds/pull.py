@@ -62,6 +62,10 @@ class Profile:
     # the registry caps each connection at this rate (a CDN's
     # per-connection limit): hack/faultreg.py in front of it; None: no cap
     conn_rate_bits_per_s: int = None
+    # the TCP congestion control both ends send with over the link; a
+    # namespace's own default is the machine's (bbr on some), and it decides
+    # what loss costs one stream
+    congestion: str = "cubic"
     # [profile.second]: the link to a second registry, pulled from at the
     # same time; None: one registry
     second: "Profile" = None
@@ -118,7 +122,7 @@ def _warmup(v, d):
     return w
 
 
-LINK_KEYS = ("rtt", "rate", "loss", "jitter", "queue", "conn_rate")
+LINK_KEYS = ("rtt", "rate", "loss", "jitter", "queue", "conn_rate", "congestion")
 
 
 def profile(v, p, i):
@@ -144,6 +148,12 @@ def link(v, p, w, prof):
             setattr(prof, attr, fn(v.unit(fn, v.typed(p[k], str, w + (k,), "a string"), w + (k,))))
     if "queue" in p:
         prof.queue = v.typed(p["queue"], int, w + ("queue",), "packets, a non-negative integer")
+    if "congestion" in p:
+        cc = v.typed(p["congestion"], str, w + ("congestion",), "a congestion control's name, e.g. cubic")
+        if not re.fullmatch(r"[a-z0-9_]+", cc):
+            v.fail(w + ("congestion",), f"congestion: want a congestion control's name such as cubic or bbr, "
+                                        f"got {cc!r}")
+        prof.congestion = cc
 
 
 def image(v, p, i):
@@ -188,10 +198,11 @@ def run(r):
             hosts.link_up(f, prof, backend)
             # what the link does, as measured: the round trip now, the
             # emulator's counters when it comes down
-            rec["measured"][f] = {"rtt_ms": hosts.link_rtt_ms(f)}
+            rec["measured"][f] = {"rtt_ms": hosts.link_rtt_ms(f), "congestion": hosts.link_congestion(f)}
             if prof.second:
                 hosts.link_up(f, prof.second, backend, second=True)
-                rec["second"]["measured"][f] = {"rtt_ms": hosts.link_rtt_ms(f, registry=hosts.REGISTRY2)}
+                rec["second"]["measured"][f] = {"rtt_ms": hosts.link_rtt_ms(f, registry=hosts.REGISTRY2),
+                                                "congestion": hosts.link_congestion(f, second=True)}
         r.results.save()
         prefs, prefs2 = dict(refs), {}
         with contextlib.ExitStack() as proxies:
@@ -232,7 +243,7 @@ def link_record(prof):
     """A link as the suite configured it; "measured" is filled in per flavour."""
     rec = {"configured": {
         "rtt_ms": prof.rtt_ms, "rate_bits_per_s": prof.rate_bits_per_s, "loss_pct": prof.loss_pct,
-        "jitter_ms": prof.jitter_ms, "queue_packets": prof.queue}, "measured": {}}
+        "jitter_ms": prof.jitter_ms, "queue_packets": prof.queue, "congestion": prof.congestion}, "measured": {}}
     if prof.conn_rate_bits_per_s:
         rec["configured"]["registry_conn_rate_bits_per_s"] = prof.conn_rate_bits_per_s
     return rec
@@ -367,10 +378,10 @@ def link_table(doc):
         return ""
     lines = ["## Links as configured and as measured", "",
              f"Backend: {doc['link'].get('backend', '-')}. Measured: the round trip to the registry once the "
-             "link was up (median of 5 TCP handshakes); packets, loss and queue drops the emulator counted over the whole "
-             "profile, both directions.", "",
-             "| link | flavour | rtt configured | rtt measured | rate | loss configured | packets | lost (%) | "
-             "queue drops |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "link was up (median of 5 TCP handshakes); the congestion control the registry's end sent with (its "
+             "route's); packets, loss and queue drops the emulator counted over the whole profile, both directions.", "",
+             "| link | flavour | rtt configured | rtt measured | rate | loss configured | congestion | packets | "
+             "lost (%) | queue drops |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     rows = []
     for name, rec in profiles.items():
         rows.append((name, rec))
@@ -388,13 +399,26 @@ def link_table(doc):
             rate = f"{rate / 1e6:g} Mbit/s" if rate else "unlimited"
             if c.get("registry_conn_rate_bits_per_s"):
                 rate += f"; the registry {c['registry_conn_rate_bits_per_s'] / 1e6:g} Mbit/s per connection"
-            lines.append("| {} | {} | {} ms | {} | {} | {}% | {} | {} | {} |".format(
+            lines.append("| {} | {} | {} ms | {} | {} | {}% | {} | {} | {} | {} |".format(
                 name, f, units.plain(c.get("rtt_ms", 0)),
                 f"{m['rtt_ms']:.1f} ms" if m.get("rtt_ms") is not None else "failed",
-                rate, units.plain(c.get("loss_pct", 0)),
+                rate, units.plain(c.get("loss_pct", 0)), congestion(c, m),
                 pk if dirs else "-", f"{lost} ({100 * lost / max(1, pk + lost):.2f}%)" if dirs else "-",
                 drops if dirs else "-"))
     return "\n".join(lines) + "\n"
+
+
+def congestion(configured, measured):
+    """The registry end's congestion control as the report shows it: as
+    measured, and what was asked for where that differs; results from before
+    the link set it say the machine's default was used."""
+    want = configured.get("congestion")
+    got = (measured.get("congestion") or {}).get("registry")
+    if want is None:
+        return "the machine's default"
+    if got is None:
+        return f"{want} (not read back)"
+    return want if got == want else f"**{got}** (configured {want})"
 
 
 def coldness_table(doc):

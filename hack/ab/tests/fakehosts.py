@@ -288,6 +288,8 @@ def pretend(fail=()):
         mock.patch.object(hosts, "push_random_image", world.push),
         mock.patch.object(hosts, "served_bytes", world.served_bytes),
         mock.patch.object(hosts, "link_rtt_ms", lambda flavour, count=5: 140.4),
+        mock.patch.object(hosts, "link_congestion",
+                          lambda flavour, second=False: {"registry": "cubic", "host": "cubic", "default": "bbr"}),
         mock.patch.object(results, "provenance", lambda path: dict(PROVENANCE)),
         mock.patch.object(hosts, "node_binary", lambda: "/usr/bin/node"),
         mock.patch.object(hosts, "pingpong_binary", lambda: "/opt/build/pingpong"),

@@ -25,6 +25,14 @@ class PullSuiteTest(SuiteErrors, unittest.TestCase):
         msg = self.error(GOOD.replace('"512KiB"', '"512kb"'))
         self.assertIn("bad size '512kb'", msg)
 
+    def test_congestion(self):
+        self.assertEqual(load(GOOD).profiles[0].congestion, "cubic")
+        s = load(GOOD.replace('rate = "100mbit"', 'rate = "100mbit"\ncongestion = "bbr"'))
+        self.assertEqual(s.profiles[0].congestion, "bbr")
+        for bad in ('"BBR v2"', '3'):
+            msg = self.error(GOOD.replace('rate = "100mbit"', f'rate = "100mbit"\ncongestion = {bad}'))
+            self.assertIn("congestion", msg)
+
     def test_conn_rate(self):
         self.assertIsNone(load(GOOD).profiles[0].conn_rate_bits_per_s)
         s = load(GOOD.replace('rate = "100mbit"', 'rate = "100mbit"\nconn_rate = "8mbit"'))
@@ -79,6 +87,16 @@ class PullSuiteTest(SuiteErrors, unittest.TestCase):
 
 
 class PullReportTest(unittest.TestCase):
+    def test_congestion_column(self):
+        from ab.kinds import pull
+        got = {"registry": "cubic", "host": "cubic", "default": "bbr"}
+        self.assertEqual(pull.congestion({"congestion": "cubic"}, {"congestion": got}), "cubic")
+        # a route that did not take the setting is shown, not hidden
+        self.assertEqual(pull.congestion({"congestion": "reno"}, {"congestion": got}), "**cubic** (configured reno)")
+        self.assertEqual(pull.congestion({"congestion": "cubic"}, {}), "cubic (not read back)")
+        # results from before the link set it
+        self.assertEqual(pull.congestion({}, {"rtt_ms": 120}), "the machine's default")
+
     def test_report_from_results(self):
         doc = {"suite": "t", "kind": "pull", "repetitions": 3, "started": "x", "finished": "y",
                "machine": {"cpu": "c", "cpus": 2, "memory_gib": 1, "kernel": "k"},

@@ -51,13 +51,18 @@ class LinkArgumentsTest(unittest.TestCase):
         # The bug this fixes: link.sh took "500us" for 500 seconds (500000 ms).
         a = self.args('rtt = "500us"\nrate = "100mbit"\nloss = "0.5%"\njitter = "1.5ms"\nqueue = 50')
         self.assertEqual(a, {"--rtt-ms": "0.5", "--rate-bits-per-s": "100000000", "--loss-pct": "0.5",
-                             "--jitter-ms": "1.5", "--queue": "50", "--backend": "tun"})
+                             "--jitter-ms": "1.5", "--queue": "50", "--congestion": "cubic", "--backend": "tun"})
 
     def test_defaults(self):
         # no rate: the link is as fast as the veth goes, as before
         a = self.args('rtt = "140ms"')
+        # and cubic, whatever the machine's default: what loss costs a
+        # stream must not depend on the machine
         self.assertEqual(a, {"--rtt-ms": "140", "--loss-pct": "0", "--jitter-ms": "0", "--queue": "1000",
-                             "--backend": "tun"})
+                             "--congestion": "cubic", "--backend": "tun"})
+
+    def test_congestion(self):
+        self.assertEqual(self.args('rtt = "140ms"\ncongestion = "bbr"')["--congestion"], "bbr")
 
     def test_every_value_is_a_plain_number(self):
         a = self.args('rtt = "0.2s"\nrate = "2gbit"\nloss = "10%"\njitter = "250us"')
