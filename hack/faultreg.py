@@ -17,8 +17,9 @@ only GETs of blobs at least that large (bytes) take a fault.
 --conn-rate caps the body of every response at that rate per connection, as a
 CDN that limits each connection does.
 Each fault is logged as a line "FAULT <kind> <path>", and every blob response
-as "SENT <status> <body bytes> <path> <range asked for, or ->", so a test can
-count what the registry sent; a summary of the requests seen, with the largest
+as "SENT <status> <body bytes> <path> <range asked for, or ->" (the bytes
+written before the client went away, if it did), so a test can count what
+the registry sent; a summary of the requests seen, with the largest
 number of blob downloads in flight at once, goes to the log when the proxy
 ends (SIGTERM)."""
 import argparse
@@ -81,16 +82,22 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0):
             super().handle_one_request()
 
         def _write(self, data):
-            """The body, at most --conn-rate on this connection."""
-            if not conn_rate:
-                self.wfile.write(data)
-                return
-            start, step = time.monotonic(), 16 << 10
-            for i in range(0, len(data), step):
-                self.wfile.write(data[i:i + step])
-                ahead = start + (i + step) / conn_rate - time.monotonic()
-                if ahead > 0:
-                    time.sleep(ahead)
+            """The body, at most --conn-rate on this connection. Returns the
+            bytes written: all, or those before the client went away (a
+            client may stop reading a blob it asked for whole once other
+            streams fetch the rest), which are sent all the same."""
+            start, step = time.monotonic(), (16 << 10) if conn_rate else (256 << 10)
+            n = 0
+            try:
+                for i in range(0, len(data), step):
+                    self.wfile.write(data[i:i + step])
+                    n = min(len(data), i + step)
+                    ahead = start + (i + step) / conn_rate - time.monotonic() if conn_rate else 0
+                    if ahead > 0:
+                        time.sleep(ahead)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+            return n
 
         def _sent(self, status, n):
             with plan.lock:
@@ -125,14 +132,16 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0):
             self.end_headers()
             blob = "/blobs/" in self.path
             if body_limit is None:
-                self._write(body)
+                n = self._write(body)
                 if blob:
-                    self._sent(r.status, len(body))
+                    self._sent(r.status, n)
                 return
-            self._write(body[:body_limit])
-            self.wfile.flush()
+            n = self._write(body[:body_limit])
             if blob:
-                self._sent(r.status, min(body_limit, len(body)))
+                self._sent(r.status, n)
+            if n < len(body[:body_limit]):
+                return  # the client went away before the fault
+            self.wfile.flush()
             if stall:
                 time.sleep(stall_s)
             else:
