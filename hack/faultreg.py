@@ -89,12 +89,10 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0):
             start, step = time.monotonic(), (16 << 10) if conn_rate else (256 << 10)
             n = 0
             try:
-                for i in range(0, len(data), step):
-                    self.wfile.write(data[i:i + step])
-                    n = min(len(data), i + step)
-                    ahead = start + (i + step) / conn_rate - time.monotonic() if conn_rate else 0
-                    if ahead > 0:
-                        time.sleep(ahead)
+                while n < len(data):
+                    n += self.wfile.write(data[n:n + step])
+                    if conn_rate:
+                        time.sleep(max(0, start + n / conn_rate - time.monotonic()))
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True
             return n
@@ -136,10 +134,11 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0):
                 if blob:
                     self._sent(r.status, n)
                 return
-            n = self._write(body[:body_limit])
+            part = body[:body_limit]
+            n = self._write(part)
             if blob:
                 self._sent(r.status, n)
-            if n < len(body[:body_limit]):
+            if n < len(part):
                 return  # the client went away before the fault
             self.wfile.flush()
             if stall:
