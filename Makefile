@@ -22,7 +22,7 @@ help:
 	@echo
 	@echo 'Other targets: deps build build-stock build-patched images deb bundle patches-apply'
 	@echo '  patches-export patches-check rebase rebase-continue rebase-adopt upstream-drift'
-	@echo '  test-unit test-zns test-bats test-deb test-nodes test-harness test-integration clean'
+	@echo '  test-unit test-fuzz test-zns test-bats test-deb test-nodes test-harness test-integration clean'
 
 # make ab [SUITE=name-or-path] [RESULTS=dir]: run an A/B suite (hyperfine-suites/)
 .PHONY: ab
@@ -78,10 +78,13 @@ patches-export:
 patches-check:
 	hack/patches.sh check
 
-.PHONY: test test-unit test-bats test-deb test-nodes test-harness test-integration test-zns
-test: test-unit test-harness test-zns test-bats test-integration
+.PHONY: test test-unit test-fuzz test-bats test-deb test-nodes test-harness test-integration test-zns
+test: test-unit test-fuzz test-harness test-zns test-bats test-integration
 test-unit:
 	hack/test-unit.sh
+# The Go fuzz tests of hack/fuzz-targets, a bounded time each (FUZZTIME, 15s).
+test-fuzz:
+	hack/test-fuzz.sh
 # The zoned checkpoint store, and the patched daemon end to end, against a real
 # kernel's zoned block device (QEMU).
 test-zns: build
