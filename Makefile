@@ -78,10 +78,14 @@ patches-export:
 patches-check:
 	hack/patches.sh check
 
-.PHONY: test test-unit test-fuzz test-bats test-deb test-nodes test-harness test-integration test-zns
-test: test-unit test-fuzz test-harness test-zns test-bats test-integration
+.PHONY: test test-unit test-fuzz test-containerd test-bats test-deb test-nodes test-harness test-integration test-zns
+test: test-unit test-fuzz test-containerd test-harness test-zns test-bats test-integration
 test-unit:
 	hack/test-unit.sh
+# patches/containerd/ on containerd's own tree (hack/containerd.pin): applies,
+# exports byte for byte, its package's tests under -race, its fuzz targets 10s each.
+test-containerd:
+	hack/test-containerd.sh
 # The Go fuzz tests of hack/fuzz-targets, a bounded time each (FUZZTIME, 15s).
 test-fuzz:
 	hack/test-fuzz.sh

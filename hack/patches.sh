@@ -170,7 +170,8 @@ cmd_check() {
 	apply_into "$tmp/tree"
 	log "patches check: export reproduces patches/ byte for byte"
 	export_from "$tmp/tree" "$tmp/export"
-	if ! diff -ru "$PATCHES" "$tmp/export" >&2; then
+	# patches/containerd/ is a series of its own (hack/test-containerd.sh).
+	if ! diff -ru --exclude=containerd "$PATCHES" "$tmp/export" >&2; then
 		die "patches check: exporting the applied series does not reproduce patches/ (run make patches-export and commit)"
 	fi
 	n=$(abgit -C "$tmp/tree" rev-list --count upstream-base..HEAD)
