@@ -409,6 +409,40 @@ no_staging() {
 	docker rm -f mh >/dev/null
 }
 
+@test "patched: a checkpoint directory anybody but root can change, or a symlink, is refused" {
+	up_patched
+	start_memholder mh 16
+	local dir=$BATS_TEST_TMPDIR/ck
+	run docker checkpoint create --checkpoint-dir "$dir" mh cp1
+	assert_success
+	# A world-writable root: restore and rm refuse it, naming it.
+	chmod 0777 "$dir"
+	run docker start --checkpoint cp1 --checkpoint-dir "$dir" mh
+	assert_failure
+	assert_output --partial "$dir is writable by group or others (mode 0777)"
+	run docker checkpoint rm --checkpoint-dir "$dir" mh cp1
+	assert_failure
+	assert_output --partial "writable by group or others"
+	[ -d "$dir/cp1" ]
+	chmod 0700 "$dir"
+	# A root reached through a symbolic link, and a root owned by nobody.
+	ln -s "$dir" "$BATS_TEST_TMPDIR/link"
+	run docker start --checkpoint cp1 --checkpoint-dir "$BATS_TEST_TMPDIR/link" mh
+	assert_failure
+	assert_output --partial "$BATS_TEST_TMPDIR/link is a symbolic link"
+	chown 65534:65534 "$dir"
+	run docker start --checkpoint cp1 --checkpoint-dir "$dir" mh
+	assert_failure
+	assert_output --partial "is owned by uid 65534"
+	chown 0:0 "$dir"
+	# The container was never started; from the root as it should be, the
+	# checkpoint restores.
+	run docker inspect -f '{{.State.Status}}' mh
+	assert_output exited
+	restore_resumes mh --checkpoint cp1 --checkpoint-dir "$dir"
+	docker rm -f mh >/dev/null
+}
+
 @test "patched: a bad restore request changes nothing (no exit code, an --rm container kept)" {
 	up_patched
 	docker create --rm --name rmc ab/memholder memholder 16 >/dev/null
