@@ -161,7 +161,7 @@ restore_counts_on() {
 	up_patched
 	start_memholder mh 64
 	mkdir "$BATS_TEST_TMPDIR/small"
-	mount -t tmpfs -o size=8m tmpfs "$BATS_TEST_TMPDIR/small"
+	mount -t tmpfs -o size=8m,mode=0700 tmpfs "$BATS_TEST_TMPDIR/small"
 	run docker checkpoint create --leave-running --checkpoint-dir "$BATS_TEST_TMPDIR/small" mh cp1
 	assert_failure
 	# The container still runs, and nothing partial is listed or left behind.
@@ -280,7 +280,7 @@ paced_write_running() {
 	up_patched '{"checkpoint-write-bandwidth": "16MiB"}'
 	start_memholder mh 64
 	mkdir "$BATS_TEST_TMPDIR/small"
-	mount -t tmpfs -o size=8m tmpfs "$BATS_TEST_TMPDIR/small"
+	mount -t tmpfs -o size=8m,mode=0700 tmpfs "$BATS_TEST_TMPDIR/small"
 	run docker checkpoint create --leave-running --checkpoint-dir "$BATS_TEST_TMPDIR/small" mh cp1
 	assert_failure
 	assert_output --partial "no space left on device"
