@@ -161,7 +161,7 @@ restore_counts_on() {
 	up_patched
 	start_memholder mh 64
 	mkdir "$BATS_TEST_TMPDIR/small"
-	mount -t tmpfs -o size=8m tmpfs "$BATS_TEST_TMPDIR/small"
+	mount -t tmpfs -o size=8m,mode=0700 tmpfs "$BATS_TEST_TMPDIR/small"
 	run docker checkpoint create --leave-running --checkpoint-dir "$BATS_TEST_TMPDIR/small" mh cp1
 	assert_failure
 	# The container still runs, and nothing partial is listed or left behind.
@@ -280,7 +280,7 @@ paced_write_running() {
 	up_patched '{"checkpoint-write-bandwidth": "16MiB"}'
 	start_memholder mh 64
 	mkdir "$BATS_TEST_TMPDIR/small"
-	mount -t tmpfs -o size=8m tmpfs "$BATS_TEST_TMPDIR/small"
+	mount -t tmpfs -o size=8m,mode=0700 tmpfs "$BATS_TEST_TMPDIR/small"
 	run docker checkpoint create --leave-running --checkpoint-dir "$BATS_TEST_TMPDIR/small" mh cp1
 	assert_failure
 	assert_output --partial "no space left on device"
@@ -405,6 +405,40 @@ no_staging() {
 	run docker start --checkpoint cp1 --checkpoint-dir "$BATS_TEST_TMPDIR" mh
 	assert_failure
 	assert_output --partial "checkpoint cp1 does not exist"
+	restore_resumes mh --checkpoint cp1 --checkpoint-dir "$dir"
+	docker rm -f mh >/dev/null
+}
+
+@test "patched: a checkpoint directory anybody but root can change, or a symlink, is refused" {
+	up_patched
+	start_memholder mh 16
+	local dir=$BATS_TEST_TMPDIR/ck
+	run docker checkpoint create --checkpoint-dir "$dir" mh cp1
+	assert_success
+	# A world-writable root: restore and rm refuse it, naming it.
+	chmod 0777 "$dir"
+	run docker start --checkpoint cp1 --checkpoint-dir "$dir" mh
+	assert_failure
+	assert_output --partial "$dir is writable by group or others (mode 0777)"
+	run docker checkpoint rm --checkpoint-dir "$dir" mh cp1
+	assert_failure
+	assert_output --partial "writable by group or others"
+	[ -d "$dir/cp1" ]
+	chmod 0700 "$dir"
+	# A root reached through a symbolic link, and a root owned by nobody.
+	ln -s "$dir" "$BATS_TEST_TMPDIR/link"
+	run docker start --checkpoint cp1 --checkpoint-dir "$BATS_TEST_TMPDIR/link" mh
+	assert_failure
+	assert_output --partial "$BATS_TEST_TMPDIR/link is a symbolic link"
+	chown 65534:65534 "$dir"
+	run docker start --checkpoint cp1 --checkpoint-dir "$dir" mh
+	assert_failure
+	assert_output --partial "is owned by uid 65534"
+	chown 0:0 "$dir"
+	# The container was never started; from the root as it should be, the
+	# checkpoint restores.
+	run docker inspect -f '{{.State.Status}}' mh
+	assert_output exited
 	restore_resumes mh --checkpoint cp1 --checkpoint-dir "$dir"
 	docker rm -f mh >/dev/null
 }
