@@ -87,6 +87,10 @@ restore_counts_on() {
 	run "$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
 	assert_failure
 	assert_output --partial 'invalid checkpoint-queue-order: "lifo"'
+	echo '{"checkpoint-max-waiting": -1}' >"$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
+	assert_failure
+	assert_output --partial "invalid checkpoint-max-waiting: -1"
 }
 
 @test "patched: a reload with a bad checkpoint option is refused, the daemon keeps running" {
