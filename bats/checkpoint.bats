@@ -201,11 +201,11 @@ sys.exit(0 if t1 - t0 >= 3.0 and half >= images / 4 and total >= images else 1)
 }
 
 @test "patched: smallest-first at a limit of 1: checkpoints requested together finish smallest first" {
-	# The large holder's checkpoint finds the daemon idle and dumps; the
+	# The 512 MiB holder's checkpoint finds the daemon idle and dumps; the
 	# 64 MiB one is requested next, the 16 MiB one after it, while it
 	# still dumps. FIFO would finish large, 64 MiB, 16 MiB.
 	up_patched '{"checkpoint-max-concurrent": 1, "checkpoint-queue-order": "smallest-first"}'
-	start_memholder large 384
+	start_memholder large 512
 	start_memholder mid 64
 	start_memholder small 16
 	since=$(date +%s.%N)
@@ -215,13 +215,13 @@ sys.exit(0 if t1 - t0 >= 3.0 and half >= images / 4 and total >= images else 1)
 	wait_for 10 compgen -G "/var/lib/moby-ab/patched/data/containers/$(docker inspect -f '{{.Id}}' large)/checkpoints/.staging-*"
 	docker checkpoint create --leave-running mid cp1 >/dev/null &
 	pids+=($!)
-	sleep 0.2 # mid's request first
+	sleep 0.1 # mid's request first
 	sent=$(date +%s%N)
 	docker checkpoint create --leave-running small cp1 >/dev/null &
 	pids+=($!)
 	for p in "${pids[@]}"; do wait "$p"; done
 	run docker events --since "$since" --until "$(date +%s.%N)" --filter type=container --filter event=checkpoint --format '{{.TimeNano}} {{.Actor.Attributes.name}}'
-	echo "# $(echo "$output" | tr '\n' ' ')" >&3
+	echo "# small sent at $sent; $(echo "$output" | tr '\n' ' ')" >&3
 	[ "${#lines[@]}" -eq 3 ]
 	# the large one was still dumping when the small one was requested
 	[ "${lines[0]#* }" = large ]
