@@ -20,6 +20,9 @@ setup() {
 
 teardown() {
 	local m
+	if [ -f "$BATS_TEST_TMPDIR/sampler.pid" ]; then
+		kill "$(cat "$BATS_TEST_TMPDIR/sampler.pid")" 2>/dev/null || true
+	fi
 	for m in "$BATS_TEST_TMPDIR/small" /run/moby-ab/patched/exec/checkpoint-scratch; do
 		if mountpoint -q "$m" 2>/dev/null; then
 			umount "$m"
@@ -84,6 +87,10 @@ restore_counts_on() {
 	run "$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
 	assert_failure
 	assert_output --partial 'invalid checkpoint-queue-order: "lifo"'
+	echo '{"checkpoint-max-waiting": -1}' >"$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
+	assert_failure
+	assert_output --partial "invalid checkpoint-max-waiting: -1"
 }
 
 @test "patched: a reload with a bad checkpoint option is refused, the daemon keeps running" {
@@ -155,6 +162,88 @@ restore_counts_on() {
 	# the memory holder keeps verifying its pattern after the restore
 	n=$(docker logs mh 2>&1 | grep -c ' ok$')
 	wait_for 30 bash -c "[ \$(docker logs mh 2>&1 | grep -c ' ok\$') -gt $n ]"
+}
+
+@test "patched: checkpoint-write-bandwidth holds at the device, not only in the page cache" {
+	# 16 MiB/s: a 64 MiB memory holder's images (about 65 MiB) take at
+	# least 4 s to write. The disk under the data-root must see them as
+	# they are paced: by half-way through the checkpoint at least a quarter
+	# of them (a write left to the page cache reaches it only at the fsync
+	# at the end), and all of them by its end.
+	up_patched '{"checkpoint-write-bandwidth": "16MiB"}'
+	start_memholder mh 64
+	dev=$(python3 "$AB_ROOT/hack/diskstats.py" disk /var/lib/moby-ab/patched)
+	sync
+	python3 "$AB_ROOT/hack/diskstats.py" sample "$dev" "$BATS_TEST_TMPDIR/samples" &
+	echo $! >"$BATS_TEST_TMPDIR/sampler.pid"
+	wait_for 5 test -s "$BATS_TEST_TMPDIR/samples"
+	t0=$(date +%s.%N)
+	docker checkpoint create --leave-running mh cp1 >/dev/null
+	t1=$(date +%s.%N)
+	sleep 0.3 # a last sample after the end
+	kill "$(cat "$BATS_TEST_TMPDIR/sampler.pid")"
+	line=$(grep 'Checkpoint created' /var/lib/moby-ab/patched/dockerd.log | grep 'checkpoint=cp1')
+	[[ "$line" =~ written=([0-9]+) ]]
+	written=${BASH_REMATCH[1]}
+	[ "$written" -ge $((64 << 20)) ]
+	run env PYTHONPATH="$AB_ROOT/hack" python3 -c '
+import sys
+import diskstats
+rows = diskstats.read(sys.argv[1])
+t0, t1, images = float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+mid = t0 + (t1 - t0) / 2
+half, total = diskstats.written(rows, t0, mid), diskstats.written(rows, t0, t1)
+print(f"checkpoint {t1 - t0:.2f} s; images {images >> 20} MiB; the device took {half >> 20} MiB by half-way, {total >> 20} MiB in all")
+sys.exit(0 if t1 - t0 >= 3.0 and half >= images / 4 and total >= images else 1)
+' "$BATS_TEST_TMPDIR/samples" "$t0" "$t1" "$written"
+	echo "# $output" >&3
+	assert_success
+}
+
+@test "patched: smallest-first at a limit of 1: checkpoints requested together finish smallest first" {
+	# The 512 MiB holder's checkpoint finds the daemon idle and dumps; the
+	# 64 MiB one is requested next, the 16 MiB one after it, while it
+	# still dumps. FIFO would finish large, 64 MiB, 16 MiB.
+	up_patched '{"checkpoint-max-concurrent": 1, "checkpoint-queue-order": "smallest-first"}'
+	start_memholder large 512
+	start_memholder mid 64
+	start_memholder small 16
+	since=$(date +%s.%N)
+	docker checkpoint create --leave-running large cp1 >/dev/null &
+	local pids=($!)
+	# it has its slot once its staging directory is there
+	wait_for 10 compgen -G "/var/lib/moby-ab/patched/data/containers/$(docker inspect -f '{{.Id}}' large)/checkpoints/.staging-*"
+	docker checkpoint create --leave-running mid cp1 >/dev/null &
+	pids+=($!)
+	sleep 0.1 # mid's request first
+	sent=$(date +%s%N)
+	docker checkpoint create --leave-running small cp1 >/dev/null &
+	pids+=($!)
+	for p in "${pids[@]}"; do wait "$p"; done
+	run docker events --since "$since" --until "$(date +%s.%N)" --filter type=container --filter event=checkpoint --format '{{.TimeNano}} {{.Actor.Attributes.name}}'
+	echo "# small sent at $sent; $(echo "$output" | tr '\n' ' ')" >&3
+	[ "${#lines[@]}" -eq 3 ]
+	# the large one was still dumping when the small one was requested
+	[ "${lines[0]#* }" = large ]
+	[ "${lines[0]%% *}" -gt "$sent" ]
+	[ "${lines[1]#* }" = small ]
+	[ "${lines[2]#* }" = mid ]
+}
+
+@test "patched: checkpoint directories are 0700 and their files 0600, paced or not" {
+	up_patched
+	start_memholder mh 16
+	docker checkpoint create --leave-running mh cp1 >/dev/null
+	echo '{"checkpoint-write-bandwidth": "256MiB"}' >"$BATS_TEST_TMPDIR/cap.json"
+	"$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/cap.json" >/dev/null
+	docker checkpoint create --leave-running mh cp2 >/dev/null
+	root=/var/lib/moby-ab/patched/data/containers/$(docker inspect -f '{{.Id}}' mh)/checkpoints
+	[ -n "$(find "$root/cp1" -name 'pages-*.img')" ]
+	[ -n "$(find "$root/cp2" -name 'pages-*.img')" ]
+	# every directory 0700, every file 0600, nothing else
+	run find "$root" \( -type d -not -perm 0700 \) -o \( -type f -not -perm 0600 \) -o \( -not -type d -not -type f \) -printf '%M %p\n'
+	assert_success
+	assert_output ""
 }
 
 @test "patched: a checkpoint that runs out of space fails cleanly" {

@@ -62,4 +62,16 @@ ip_of() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{
 		assert_output --regexp "^\{\"mode\":\"${mode%% *}\",\"workers\":[0-9]+,\"files\":200,\"bytes\":1690,"
 		assert_output --regexp '"throttled_s":[0-9.]+,"nr_throttled":[0-9]+'
 	done
+	# Throttling as the cgroup counted it: Node.js takes far more than 5 ms
+	# of CPU to start, so under a 5 ms quota per 100 ms period it is
+	# throttled, for tenths of a second at least; without a limit, never.
+	run docker run --rm --cpus 0.05 -v "$dir:/data:ro" ab/node node /app/readfiles.js /data sequential
+	assert_success
+	[[ "$output" =~ \"throttled_s\":([0-9.]+),\"nr_throttled\":([0-9]+) ]]
+	echo "# --cpus 0.05: throttled ${BASH_REMATCH[1]} s, ${BASH_REMATCH[2]} times" >&3
+	[ "${BASH_REMATCH[2]}" -ge 1 ]
+	awk -v s="${BASH_REMATCH[1]}" 'BEGIN { exit !(s >= 0.1) }'
+	run docker run --rm -v "$dir:/data:ro" ab/node node /app/readfiles.js /data sequential
+	assert_success
+	assert_output --regexp '"throttled_s":0,"nr_throttled":0'
 }
