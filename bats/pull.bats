@@ -34,6 +34,7 @@ teardown() {
 
 # The feature is opt-in: an adaptive default entry turns it on.
 ADAPTIVE='{"registry-download-concurrency": {"default": {"mode": "adaptive"}}}'
+GD_ADAPTIVE='{"features": {"containerd-snapshotter": false}, "registry-download-concurrency": {"default": {"mode": "adaptive"}}}'
 
 up_patched() { # [extra config json]
 	local cfg=$BATS_TEST_TMPDIR/daemon.json
@@ -47,8 +48,8 @@ metric() { # name registry: the value of a registry's metric, or nothing
 		awk -v n="engine_daemon_$1{registry=\"$2\"}" '$1 == n { print $2 }'
 }
 
-state() { # jq filter on the learned state of the registry at 10.199.0.1:5000
-	jq -r ".registries[\"10.199.0.1:5000\"] | $1" /var/lib/moby-ab/patched/data/registry-download-concurrency.json
+state() { # jq filter [registry]: the learned state of a registry (10.199.0.1:5000)
+	jq -r --arg r "${2:-10.199.0.1:5000}" ".registries[\$r] | $1" /var/lib/moby-ab/patched/data/registry-download-concurrency.json
 }
 
 cold_pull() { # ref
@@ -95,55 +96,139 @@ cold_pull() { # ref
 	assert_output 0
 }
 
-@test "pull: the patched daemon measures the link, and remembers it across a restart" {
-	up_patched "$ADAPTIVE"
-	"$AB_ROOT/hack/link.sh" up patched --rtt 100ms --rate 100mbit >/dev/null
-	cold_pull "$REF"
+# first_wave: the layer GETs open at the registry (faults.log) when the
+# first of them ended: those the daemon started at once (256 KiB layers
+# take seconds over the test link, so they all start before one ends; the
+# config blob, a few hundred bytes, does not count).
+first_wave() {
+	awk '$1 == "SENT" && $3 > 65536 { large[$4] = 1 }
+		$1 == "BLOB" { ev[++n] = $0 }
+		END { for (i = 1; i <= n; i++) { split(ev[i], f, " "); if (f[2] == "end" && large[f[6]]) { print f[5] + 1; exit } } }' \
+		"$BATS_TEST_TMPDIR/faults.log"
+}
+
+# blob_starts: when each blob GET started, in ms from the first, for the log
+blob_starts() {
+	awk '$1 == "BLOB" && $2 == "start" { if (t0 == "") t0 = $3; printf "%d ", ($3 - t0) * 1000 }' "$BATS_TEST_TMPDIR/faults.log"
+}
+
+# summary KEY: a value of faultreg's summary line in faults.log
+summary() {
+	grep -o " $1=[0-9]*" "$BATS_TEST_TMPDIR/faults.log" | cut -d= -f2
+}
+
+# pull_measured REF: a cold pull through faultreg over the test link
+pull_measured() {
+	"$AB_ROOT/hack/link.sh" up patched --rtt 100ms --rate 10mbit >/dev/null
+	rm -f "$BATS_TEST_TMPDIR/faults.log"
+	start_faultreg
+	cold_pull "$1"
+	stop_faultreg
+}
+
+# The learned state is measured at the registry: learned with at most 4
+# downloads at once over 100 ms and 10 Mbit/s, the limit is 3; after a
+# restart within 1-10 the first pull sends as many layer GETs at once as
+# the limit it starts at, and without the state file more (10). On the
+# graphdriver store, which fetches the config blob beside the layers: the
+# containerd store reads the config alone first, and the limit sized on
+# that one small blob lets the layers out at up to the maximum before it
+# comes back down (10, then 3, over this link), learned state or not.
+@test "pull: the patched daemon measures the link, and the first pull after a restart starts at what it learned" {
+	local ref=10.199.0.1:5001/ab/pull-small:v1 wave learned fresh
+	# learn with at most 4 downloads at once: below what first contact
+	# opens over this link (10, the adaptive maximum: control below)
+	up_patched '{"features": {"containerd-snapshotter": false}, "registry-download-concurrency": {"default": {"mode": "adaptive", "max": 4}}}'
+	pull_measured "$ref"
+	echo "# learning: $(first_wave) layer GETs at once; starts (ms): $(blob_starts)" >&3
+	[ "$(summary max_concurrent_blobs)" -le 4 ]
 	# what it learned is in data-root, readable, with the link's round trip
-	run state '.rtt_ms'
+	run state '.rtt_ms' 10.199.0.1:5001
 	echo "# learned rtt ${output} ms over a 100 ms link" >&3
 	awk -v v="$output" 'BEGIN { exit !(v >= 95 && v <= 115) }'
-	run state '.config'
-	assert_output "adaptive 1-10"
-	limit=$(state '.limit')
-	[ "$limit" -ge 1 ] && [ "$limit" -le 10 ]
+	run state '.config' 10.199.0.1:5001
+	assert_output "adaptive 1-4"
+	learned=$(state '.limit' 10.199.0.1:5001)
+	[[ "$learned" =~ ^[0-9]+$ ]]
+	[ "$learned" -ge 1 ]
+	[ "$learned" -le 4 ]
 	# and exported as metrics
-	run metric registry_download_limit 10.199.0.1:5000
-	assert_output "$limit"
-	run metric registry_download_bytes_total 10.199.0.1:5000
+	run metric registry_download_limit 10.199.0.1:5001
+	assert_output "$learned"
+	run metric registry_download_bytes_total 10.199.0.1:5001
 	[ "${output%%.*}" -gt 0 ] || [[ "$output" == *e+* ]]
 
-	# restart, keeping data-root: the next pull starts from what was learned
+	# restart within 1-10, keeping data-root: the first pull starts at what
+	# was learned, seen in the layer GETs the registry gets at once
 	"$AB_ROOT/hack/daemon.sh" down patched --keep-data >/dev/null
-	up_patched "$ADAPTIVE"
-	"$AB_ROOT/hack/link.sh" up patched --rtt 100ms --rate 100mbit >/dev/null
-	cold_pull "$REF"
-	run grep -c 'msg="Registry download concurrency" config="adaptive 1-10" learned=true' /var/lib/moby-ab/patched/dockerd.log
-	assert_output 1
+	up_patched "$GD_ADAPTIVE"
+	pull_measured "$ref"
+	wave=$(first_wave)
+	learned=$(grep -o 'msg="Registry download concurrency" config="adaptive 1-10" learned=true limit=[0-9]*' \
+		/var/lib/moby-ab/patched/dockerd.log | grep -o '[0-9]*$')
+	echo "# after the restart: starts at $learned, $wave layer GETs at once; starts (ms): $(blob_starts)" >&3
+	[ "$wave" = "$learned" ]
+
+	# control: the same restart without the learned state opens more
+	"$AB_ROOT/hack/daemon.sh" down patched --keep-data >/dev/null
+	rm /var/lib/moby-ab/patched/data/registry-download-concurrency.json
+	up_patched "$GD_ADAPTIVE"
+	pull_measured "$ref"
+	fresh=$(first_wave)
+	echo "# without it: $fresh layer GETs at once; starts (ms): $(blob_starts)" >&3
+	[ "$fresh" -gt "$wave" ]
 }
 
 @test "pull: per-registry limits reload; a bad reload is refused and the old limit stays" {
 	up_patched "$ADAPTIVE"
 	cold_pull "$REF"
 	jq -n --arg m "$METRICS" '{"debug": true, "metrics-addr": $m,
-		"registry-download-concurrency": {"10.199.0.1:5000": {"mode": "fixed", "limit": 2}}}' >"$BATS_TEST_TMPDIR/good.json"
+		"registry-download-concurrency": {"10.199.0.1:5001": {"mode": "fixed", "limit": 2}}}' >"$BATS_TEST_TMPDIR/good.json"
 	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/good.json"
 	assert_success
-	run metric registry_download_limit 10.199.0.1:5000
-	assert_output 2
 
-	jq '."registry-download-concurrency"["10.199.0.1:5000"] = {"mode": "fixed", "limit": 99}' \
+	jq '."registry-download-concurrency"["10.199.0.1:5001"] = {"mode": "fixed", "limit": 99}' \
 		"$BATS_TEST_TMPDIR/good.json" >"$BATS_TEST_TMPDIR/bad.json"
 	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/bad.json"
 	assert_failure
 	assert_output --partial "reload refused"
-	assert_output --partial 'invalid registry-download-concurrency[\"10.199.0.1:5000\"]: limit must be between 1 and 64, got 99'
-	run metric registry_download_limit 10.199.0.1:5000
-	assert_output 2
-	# the fixed limit holds during a pull
-	cold_pull "$REF"
-	run metric registry_download_limit 10.199.0.1:5000
-	assert_output 2
+	assert_output --partial 'invalid registry-download-concurrency[\"10.199.0.1:5001\"]: limit must be between 1 and 64, got 99'
+	# the fixed limit of the good reload holds during a pull, at the
+	# registry: never more than 2 blob GETs (and connections carrying them)
+	# at once, and 2 at some point (11 blobs wait, each for 100 ms or so)
+	start_faultreg "" --conn-rate 20mbit
+	cold_pull 10.199.0.1:5001/ab/pull-small:v1
+	stop_faultreg
+	echo "# $(grep '^SUMMARY' "$BATS_TEST_TMPDIR/faults.log")" >&3
+	[ "$(summary max_concurrent_blobs)" = 2 ]
+	[ "$(summary max_blob_connections)" = 2 ]
+}
+
+# A reload that lowers a registry's limit while a pull runs: the downloads
+# under way finish, the others start one at a time under the new limit,
+# and the pull completes, within a bound.
+@test "pull: a reload lowers a registry's limit mid-pull; the pull finishes under the new limit" {
+	local ref=10.199.0.1:5001/ab/pull-small:v1 pid at rc
+	up_patched "$(jq -n '{"registry-download-concurrency": {"10.199.0.1:5001": {"mode": "fixed", "limit": 6}}}')"
+	# 256 KiB layers at 1 Mbit/s per connection: about 2 s each
+	start_faultreg "" --conn-rate 1mbit
+	timeout 120 docker pull -q "$ref" >"$BATS_TEST_TMPDIR/pull.out" 2>&1 &
+	pid=$!
+	wait_for 30 bash -c "[ \$(grep -c '^BLOB start' '$BATS_TEST_TMPDIR/faults.log') -ge 6 ]"
+	jq -n --arg m "$METRICS" '{"debug": true, "metrics-addr": $m,
+		"registry-download-concurrency": {"10.199.0.1:5001": {"mode": "fixed", "limit": 1}}}' >"$BATS_TEST_TMPDIR/one.json"
+	"$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/one.json" >/dev/null
+	at=$(date +%s.%N)
+	rc=0
+	wait "$pid" || rc=$?
+	stop_faultreg
+	cat "$BATS_TEST_TMPDIR/pull.out"
+	[ "$rc" = 0 ] # 124: not finished in 120 s
+	check_blobs "$ref"
+	# every blob GET that started after the reload found no other open
+	awk -v at="$at" '$1 == "BLOB" && $2 == "start" && $3 > at { n++; if ($5 != 1) bad++ }
+		END { printf "# %d blob GETs after the reload, %d beside another\n", n, bad > "/dev/stderr"; exit !(n >= 1 && bad == 0) }' \
+		"$BATS_TEST_TMPDIR/faults.log" 2>&3
 }
 
 @test "pull: a registry that answers 503 and 429, resets and stalls: the pull retries, the limit backs off, no corrupt blob" {

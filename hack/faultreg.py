@@ -19,9 +19,15 @@ CDN that limits each connection does.
 Each fault is logged as a line "FAULT <kind> <path>", and every blob response
 as "SENT <status> <body bytes> <path> <range asked for, or ->" (the bytes
 written before the client went away, if it did), so a test can count what
-the registry sent; a summary of the requests seen, with the largest
-number of blob downloads in flight at once, goes to the log when the proxy
-ends (SIGTERM)."""
+the registry sent. Every blob GET is also logged when it arrives and when
+its response ends, as "BLOB <start|end> <unix time, s> <connection> <blob
+GETs open then> <path>": <connection> numbers the TCP connections in the
+order they were accepted, so a test sees how many connections the client
+opened and used at once. A summary of the requests and connections seen
+goes to the log when the proxy ends (SIGTERM): the largest number of blob
+downloads in flight at once, of TCP connections open at once (idle ones
+included) and of connections with a blob response open at once, the
+connections accepted and those that carried a blob GET."""
 import argparse
 import http.client
 import http.server
@@ -42,15 +48,44 @@ class Plan:
         self.seen = {"blob": 0, "other": 0, "faults": 0}
         self.active = 0
         self.peak = 0
+        # TCP connections: accepted, open now and at most, and those that
+        # carried a blob GET (all, and with a blob response open now)
+        self.conns = 0
+        self.open_conns = 0
+        self.peak_conns = 0
+        self.blob_conns = set()
+        self.blob_conns_open = {}
+        self.peak_blob_conns = 0
 
-    def enter(self):
+    def connected(self):
+        with self.lock:
+            self.conns += 1
+            self.open_conns += 1
+            self.peak_conns = max(self.peak_conns, self.open_conns)
+            return self.conns
+
+    def disconnected(self):
+        with self.lock:
+            self.open_conns -= 1
+
+    def enter(self, conn, path, log):
         with self.lock:
             self.active += 1
             self.peak = max(self.peak, self.active)
+            self.blob_conns.add(conn)
+            self.blob_conns_open[conn] = self.blob_conns_open.get(conn, 0) + 1
+            self.peak_blob_conns = max(self.peak_blob_conns, len(self.blob_conns_open))
+            log.write(f"BLOB start {time.time():.6f} {conn} {self.active} {path}\n")
+            log.flush()
 
-    def leave(self):
+    def leave(self, conn, path, log):
         with self.lock:
             self.active -= 1
+            self.blob_conns_open[conn] -= 1
+            if not self.blob_conns_open[conn]:
+                del self.blob_conns_open[conn]
+            log.write(f"BLOB end {time.time():.6f} {conn} {self.active} {path}\n")
+            log.flush()
 
     def next_fault(self, applies=lambda fault: True):
         """The next fault of the plan if applies(it) says it is for this
@@ -71,6 +106,16 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0):
 
         def log_message(self, fmt, *args):
             pass
+
+        def setup(self):
+            super().setup()
+            self.conn_id = plan.connected()
+
+        def finish(self):
+            try:
+                super().finish()
+            finally:
+                plan.disconnected()
 
         def handle_one_request(self):
             # A TLS client hello: answer in plain HTTP, as Go servers do, so
@@ -162,11 +207,11 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0):
             if "/blobs/" not in self.path:
                 plan.seen["other"] += 1
                 return self._forward()
-            plan.enter()
+            plan.enter(self.conn_id, self.path, log)
             try:
                 self._blob()
             finally:
-                plan.leave()
+                plan.leave(self.conn_id, self.path, log)
 
         def _blob(self):
             if plan.min_size and plan.faults and self._blob_size() < plan.min_size:
@@ -303,7 +348,9 @@ def main():
 
     def stop(*_):
         log.write(f"SUMMARY blob_requests={plan.seen['blob']} other_requests={plan.seen['other']} "
-                  f"faults={plan.seen['faults']} unused_faults={len(plan.faults)} max_concurrent_blobs={plan.peak}\n")
+                  f"faults={plan.seen['faults']} unused_faults={len(plan.faults)} max_concurrent_blobs={plan.peak} "
+                  f"connections={plan.conns} max_open_connections={plan.peak_conns} "
+                  f"blob_connections={len(plan.blob_conns)} max_blob_connections={plan.peak_blob_conns}\n")
         log.flush()
         threading.Thread(target=srv.shutdown).start()
 
