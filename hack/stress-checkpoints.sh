@@ -39,7 +39,8 @@ usage() {
 		  cancels   $CANCELS creates (Exit, as a plain docker checkpoint create)
 		            whose client gives up after a random time (curl --max-time,
 		            0.1 s to the paced write's length), half of them queued
-		            behind another container's create: afterwards the
+		            behind another container's create (and two thirds of
+		            those giving up within 1 s, while queued): afterwards the
 		            checkpoint is listed and whole, or it is absent and the
 		            container runs; stopped with nothing listed is a loss.
 		            Kept ones are restored.
@@ -659,6 +660,8 @@ cancel_case() {
 			(api "$TMP/blocker.body" POST "/containers/$other/checkpoints" "$(create_json "$bname")" >"$TMP/blocker.code") &
 			bpid=$!
 			sleep 0.05
+			# mostly while the other dumps and this one waits for the slot
+			[ $((RANDOM % 3)) = 0 ] || t=$(random_ms 50 1000)
 		fi
 		cancel_ops=$((cancel_ops + 1))
 		code=$(create_sync "$id" "$name" true "" "$t")
