@@ -318,7 +318,8 @@ def run(r):
     tune = range(1, s.tune_seeds + 1)
     report = range(s.tune_seeds + 1, s.seeds + 1)
     cells = [(rv, f) for rv in s.reserves for f in s.fills]
-    prog = Progress(len(tune) * len(cells) * len(s.cleaners) + len(report) * len(cells) * 2)
+    prog = Progress(len(tune) * len(cells) * len(s.cleaners) + len(report) * len(cells)
+                    + (len(report) * len(s.reserves) if s.min_capacity else 0))
     with_cleaner = [p for p in s.policies if p in BASELINES_WITH_CLEANER]
     for seed in tune:
         for reserve, fill in cells:
