@@ -483,7 +483,9 @@ def verdicts(doc, against="zone-pack"):
     the other's) of failed creates and of write amplification, each with
     its 95% bootstrap interval. zone-pack 'wins' (or 'loses') on failed
     creates when their interval excludes 0; else on write amplification
-    when its interval does; else they 'tie'. No correction for the number
+    when its interval does, unless the mean difference of failed creates
+    goes the other way ('mixed': lower write amplification for more failed
+    creates, or the reverse); else they 'tie'. No correction for the number
     of comparisons: a table of them is read as a pattern, not one by one."""
     sw = doc["sweep"]
     cells = _cells(doc)
@@ -501,13 +503,53 @@ def verdicts(doc, against="zone-pack"):
                 f = mean_ci([mine[k]["failed"] - other[k]["failed"] for k in seeds])
                 w = mean_ci([_wa(mine[k]) - _wa(other[k]) for k in seeds])
                 v, on = "ties", ""
-                for name, (m, lo, hi) in (("failed creates", f), ("write amplification", w)):
-                    if lo > 0 or hi < 0:
-                        v, on = ("wins" if m < 0 else "loses"), name
-                        break
+                if f[1] > 0 or f[2] < 0:
+                    v, on = ("wins" if f[0] < 0 else "loses"), "failed creates"
+                elif w[1] > 0 or w[2] < 0:
+                    v, on = ("wins" if w[0] < 0 else "loses"), "write amplification"
+                    if f[0] != 0 and (f[0] < 0) != (w[0] < 0):
+                        v = "mixed"  # the other way on failed creates, if not significantly
                 out.append({"reserve": reserve, "fill": fill, "policy": p, "n": len(seeds),
                             "failed_diff": list(f), "wa_diff": list(w), "verdict": v, "on": on})
     return out
+
+
+def safe_fill_table(doc):
+    """Per reserve and policy: the device (every zone) over the peak live
+    data at the largest swept fill at which the policy fails no create,
+    nor at any smaller fill, per report seed; mean [95% bootstrap
+    interval], and how many seeds failed even at the smallest fill."""
+    sw = doc["sweep"]
+    cells = _cells(doc)
+    cap = sw["device"]["zone_capacity"]
+    lines = ["| reserve | " + " | ".join(sw["policies"]) + " |", "| --- |" + " --- |" * len(sw["policies"])]
+    for reserve in sw["reserves"]:
+        row = [str(reserve)]
+        for p in sw["policies"]:
+            xs, none = [], 0
+            seeds = sorted(set().union(*(cells.get((p, reserve, f), {}).keys() for f in sw["fills"])))
+            for seed in seeds:
+                peak = doc["traces"][str(seed)]["peak_live_bytes"]
+                best = None
+                for f in sorted(sw["fills"]):
+                    m = cells.get((p, reserve, f), {}).get(seed)
+                    if m is None or m["failed"] > 0:
+                        break
+                    best = f
+                if best is None:
+                    none += 1
+                    continue
+                zones = next(e["zones"] for e in doc["results"] if e["scenario"] == "sweep" and e["policy"] == p
+                             and e["seed"] == seed and e["reserve"] == reserve and e["fill"] == best
+                             and e.get("half") == "report")
+                xs.append(zones * cap / peak)
+            m, lo, hi = mean_ci(xs)
+            cell = "-" if m is None else f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+            if none:
+                cell += f" ({none} fail at {min(sw['fills']):.0%})"
+            row.append(cell)
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
 
 
 def min_capacity_table(doc):
@@ -563,8 +605,8 @@ def write(outdir, doc):
     md += ["## zone-pack against each policy", "",
            "Paired by seed over the report seeds: the mean difference, zone-pack's minus the other's (negative: "
            "zone-pack lower), [95% bootstrap interval]. zone-pack wins or loses on failed creates where their "
-           "interval excludes 0, else on write amplification where its interval does; else a tie. No "
-           "correction for the number of comparisons.", "",
+           "interval excludes 0, else on write amplification where its interval does (mixed: the mean of failed "
+           "creates goes the other way); else a tie. No correction for the number of comparisons.", "",
            "| reserve | fill | against | verdict | on | failed creates (diff) | write amplification (diff) |",
            "| --- | --- | --- | --- | --- | --- | --- |"]
     for v in vs:
@@ -573,19 +615,24 @@ def write(outdir, doc):
                   f"{f[0]:+.2f} [{f[1]:+.2f}, {f[2]:+.2f}] | {w[0]:+.4f} [{w[1]:+.4f}, {w[2]:+.4f}] |")
     count = collections.Counter((v["policy"], v["verdict"]) for v in vs)
     md += ["", "In all: " + "; ".join(
-        f"against {p}: {count[(p, 'wins')]} wins, {count[(p, 'ties')]} ties, {count[(p, 'loses')]} losses"
+        f"against {p}: {count[(p, 'wins')]} wins, {count[(p, 'ties')]} ties, {count[(p, 'mixed')]} mixed, "
+        f"{count[(p, 'loses')]} losses"
         for p in sw["policies"] if p != "zone-pack") + ".", ""]
-    if any(e["scenario"] == "min-capacity" for e in doc["results"]):
-        md += ["## The smallest device each policy needs", "",
-               "The device's capacity (every zone, the reserve's too) over the trace's peak live data, for the "
-               "fewest zones on which the policy fails no create (bisection; mean over the report seeds [95% "
-               "bootstrap interval]); 1.0 would be a device exactly as large as the peak.", "",
-               min_capacity_table(doc), ""]
+    md += ["## The smallest device each policy needs", "",
+           "From the sweep itself: the device's capacity (every zone, the reserve's too) over the trace's peak "
+           "live data at the largest swept fill at which the policy fails no create (nor at a smaller one), "
+           "mean over the report seeds [95% bootstrap interval]: an upper bound of the smallest device, to the "
+           "grid of fills.", "", safe_fill_table(doc), ""]
+    mins = {(e["seed"], e["reserve"]) for e in doc["results"] if e["scenario"] == "min-capacity"}
+    if mins:
+        md += ["By bisection over the zone count (" + f"{len(mins)} seed and reserve pairs):", "",
+               "the fewest zones on which the policy fails no create, the same ratio; 1.0 would be a device "
+               "exactly as large as the peak.", "", min_capacity_table(doc), ""]
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n".join(md))
     with open(os.path.join(outdir, "verdicts.json"), "w") as f:
         json.dump(vs, f, indent=1)
-    return os.path.join(outdir, "report.md")
+    return doc
 
 
 COLOURS = {"shared-log": "tab:gray", "zone-aware": "tab:brown", "multi-log": "tab:blue", "zone-tail": "tab:olive",
