@@ -53,6 +53,18 @@ last_count() {
 	docker logs "$1" 2>&1 | sed -n 's/.* count=\([0-9]*\) .*/\1/p' | tail -1
 }
 
+# verifies_on name: the memory holder runs, and verifies its memory again
+# (a new pass ends " ok") with no CORRUPT line.
+verifies_on() {
+	local n
+	run docker inspect -f '{{.State.Running}}' "$1"
+	assert_output true
+	n=$(docker logs "$1" 2>&1 | grep -c ' ok$')
+	wait_for 30 bash -c "[ \$(docker logs $1 2>&1 | grep -c ' ok\$') -gt $n ]" || fail "$1 verified no pass after the checkpoint"
+	run docker logs "$1"
+	refute_output --partial CORRUPT
+}
+
 # restore_resumes name [docker start args...]: restores the memory holder
 # (checkpointed with --exit) and checks that it counts on from where the
 # checkpoint took it, with its memory intact.
@@ -261,10 +273,8 @@ sys.exit(0 if t1 - t0 >= 3.0 and half >= images / 4 and total >= images else 1)
 	refute_output --partial cp1
 	run ls -A "$BATS_TEST_TMPDIR/small"
 	assert_output ""
-	# The memory holder keeps counting with its memory intact.
-	sleep 1.5
-	run docker logs mh
-	refute_output --partial CORRUPT
+	# The memory holder keeps verifying its memory after the failure.
+	verifies_on mh
 }
 
 @test "patched: images that do not fit the scratch space: refused with a cap, unpaced with auto" {
@@ -298,22 +308,52 @@ sys.exit(0 if t1 - t0 >= 3.0 and half >= images / 4 and total >= images else 1)
 	restore_resumes mh --checkpoint cp2
 }
 
-# kill_and_restart: SIGKILL the patched dockerd, let the test's background
-# job (the docker CLI) end, start the daemon again with the same config.
-kill_and_restart() {
+# kill_daemon: SIGKILL the patched dockerd and let the test's background job
+# (the docker CLI) end.
+kill_daemon() {
 	local pid
 	pid=$(cat /run/moby-ab/patched/dockerd.pid)
 	kill -KILL "$pid"
 	wait || true
 	wait_for 10 bash -c "[ ! -e /proc/$pid ]"
+}
+
+# restart_daemon: start the daemon again with the same config.
+restart_daemon() {
 	"$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/daemon.json" >"$BATS_TEST_TMPDIR/env"
 	use_env
 }
 
-# paced_write_running: a paced checkpoint is in its write phase (images in
-# the scratch directory).
+kill_and_restart() {
+	kill_daemon
+	restart_daemon
+}
+
+# paced_write_running checkpoints-dir name: the paced write of checkpoint
+# name is under way: CRIU has finished the dump into scratch, and the
+# daemon has copied images up to the pages into the checkpoint's staging
+# directory (CRIU writes nothing there with a cap), which is not committed
+# yet.
 paced_write_running() {
-	compgen -G "/run/moby-ab/patched/exec/checkpoint-scratch/.staging-*/pages-*.img" >/dev/null
+	compgen -G "$1/.staging-$2-*/pages-*.img" >/dev/null &&
+		[ ! -e "$1/$2" ]
+}
+
+# scratch_empty: nothing in the checkpoint scratch directory.
+scratch_empty() {
+	[ -z "$(find /run/moby-ab/patched/exec/checkpoint-scratch -mindepth 1 2>/dev/null)" ]
+}
+
+# checkpoint_names container: the names docker checkpoint ls lists.
+checkpoint_names() {
+	local out
+	out=$(docker checkpoint ls "$1") || return
+	tail -n +2 <<<"$out"
+}
+
+# checkpoint_listed container name
+checkpoint_listed() {
+	checkpoint_names "$1" 2>/dev/null | grep -qx "$2"
 }
 
 @test "patched: a reload during a paced write applies the new pace; the checkpoint is whole" {
@@ -321,9 +361,10 @@ paced_write_running() {
 	up_patched '{"checkpoint-write-bandwidth": "4MiB"}'
 	start_memholder mh 32
 	before=$(last_count mh)
+	cps=/var/lib/moby-ab/patched/data/containers/$(docker inspect -f '{{.Id}}' mh)/checkpoints
 	docker checkpoint create --leave-running mh cp1 >"$BATS_TEST_TMPDIR/cp.out" 2>&1 &
 	cp=$!
-	wait_for 30 paced_write_running
+	wait_for 30 paced_write_running "$cps" cp1
 	sleep 1
 	echo '{"checkpoint-write-bandwidth": "256MiB"}' >"$BATS_TEST_TMPDIR/fast.json"
 	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/fast.json"
@@ -347,22 +388,60 @@ paced_write_running() {
 	restore_counts_on mh "$before" --checkpoint cp1
 }
 
-@test "patched: a daemon killed during a paced write leaves nothing partial" {
+@test "patched: a daemon killed during a paced write finishes the checkpoint at start" {
+	# 32 MiB at 4 MiB/s: the write takes 8 s.
 	up_patched '{"checkpoint-write-bandwidth": "4MiB"}'
 	start_memholder mh 32
-	docker checkpoint create --leave-running mh cp1 >/dev/null 2>&1 &
-	wait_for 30 paced_write_running
-	sleep 1
-	kill_and_restart
-	run docker inspect -f '{{.State.Status}}' mh
+	local cps before
+	cps=/var/lib/moby-ab/patched/data/containers/$(docker inspect -f '{{.Id}}' mh)/checkpoints
+	before=$(last_count mh)
+	docker checkpoint create mh cp1 >/dev/null 2>&1 &
+	wait_for 30 paced_write_running "$cps" cp1
+	kill_daemon
+	# The kill landed in the write: the dump is complete in scratch, the
+	# checkpoint half written and not committed.
+	[ ! -e "$cps/cp1" ] || fail "cp1 was committed before the kill"
+	compgen -G "$cps/.staging-cp1-*" >/dev/null || fail "no staging directory of cp1"
+	restart_daemon
+	# Listed, whole, and nothing else left.
+	run checkpoint_names mh
 	assert_success
-	assert_output --regexp '^(running|exited)$'
-	# the checkpoint was mid-write: it is not listed, nothing of it is left
-	run docker checkpoint ls mh
-	assert_success
-	refute_output --partial cp1
-	run bash -c 'find /var/lib/moby-ab/patched/data/containers/*/checkpoints /run/moby-ab/patched/exec/checkpoint-scratch -mindepth 1 2>/dev/null'
+	assert_output cp1
+	[ -f "$cps/cp1/inventory.img" ] || fail "cp1 is listed without its inventory.img"
+	wait_for 5 no_staging "$cps" || fail "left after the restart: $(ls -A "$cps" | tr '\n' ' ')"
+	run find /run/moby-ab/patched/exec/checkpoint-scratch -mindepth 1
 	assert_output ""
+	# The container was checkpointed with --exit: it restores from cp1.
+	run docker inspect -f '{{.State.Status}}' mh
+	assert_output exited
+	restore_counts_on mh "$before" --checkpoint cp1
+}
+
+@test "patched: a client that gives up during a paced write: the checkpoint is kept" {
+	# 32 MiB at 4 MiB/s: the write takes 8 s; the client is interrupted in it.
+	up_patched '{"checkpoint-write-bandwidth": "4MiB"}'
+	start_memholder mh 32
+	local cps before cli
+	cps=/var/lib/moby-ab/patched/data/containers/$(docker inspect -f '{{.Id}}' mh)/checkpoints
+	before=$(last_count mh)
+	docker checkpoint create mh cp1 >"$BATS_TEST_TMPDIR/cp.out" 2>&1 &
+	cli=$!
+	wait_for 30 paced_write_running "$cps" cp1
+	# (SIGTERM: a background job of a script ignores SIGINT.)
+	kill -TERM "$cli"
+	local rc=0
+	wait "$cli" || rc=$?
+	[ "$rc" -ne 0 ] || fail "the client finished before it was interrupted"
+	# The request is gone; the checkpoint is committed all the same.
+	wait_for 30 checkpoint_listed mh cp1 || fail "cp1 never listed: $(ls -A "$cps" | tr '\n' ' ')"
+	[ -f "$cps/cp1/inventory.img" ] || fail "cp1 is listed without its inventory.img"
+	run ls -A "$cps"
+	assert_output cp1
+	# The scratch copy goes once the checkpoint is committed.
+	wait_for 10 scratch_empty || fail "left in scratch: $(ls -A /run/moby-ab/patched/exec/checkpoint-scratch | tr '\n' ' ')"
+	run docker inspect -f '{{.State.Status}}' mh
+	assert_output exited
+	restore_counts_on mh "$before" --checkpoint cp1
 }
 
 @test "patched: a paced checkpoint that runs out of space fails cleanly" {
@@ -382,27 +461,42 @@ paced_write_running() {
 	assert_output ""
 	run find /run/moby-ab/patched/exec/checkpoint-scratch -mindepth 1
 	assert_output ""
-	sleep 1.5
-	run docker logs mh
-	refute_output --partial CORRUPT
+	verifies_on mh
 }
 
 @test "patched: a daemon killed during a checkpoint leaves nothing partial" {
 	up_patched
 	start_memholder mh 512
+	local cps ctrpid i
+	cps=/var/lib/moby-ab/patched/data/containers/$(docker inspect -f '{{.Id}}' mh)/checkpoints
+	ctrpid=$(docker inspect -f '{{.State.Pid}}' mh)
 	docker checkpoint create --leave-running mh cp1 >/dev/null 2>&1 &
-	sleep 0.5
-	kill_and_restart
+	# Kill the daemon once CRIU dumps (polled every 20 ms, for 20 s at most).
+	for ((i = 0; i < 1000; i++)); do
+		dump_running "$cps" "$ctrpid" && break
+		sleep 0.02
+	done
+	dump_running "$cps" "$ctrpid" || fail "the dump of cp1 was never seen running"
+	kill_daemon
+	# The kill landed before the commit: cp1 is not there.
+	[ ! -e "$cps/cp1" ] || fail "cp1 was committed before the kill"
+	restart_daemon
 	run docker inspect -f '{{.State.Status}}' mh
 	assert_success
 	assert_output --regexp '^(running|exited)$'
-	run docker checkpoint ls mh
+	# Not listed, and its staging directory is swept.
+	run checkpoint_names mh
 	assert_success
-	refute_output --partial staging
-	# If the checkpoint finished before the kill, it is whole.
-	if [[ $output == *cp1* ]]; then
-		ls /var/lib/moby-ab/patched/data/containers/*/checkpoints/cp1/inventory.img
-	fi
+	assert_output ""
+	wait_for 5 no_staging "$cps" || fail "left after the restart: $(ls -A "$cps" | tr '\n' ' ')"
+	run ls -A "$cps"
+	assert_output ""
+	# The name can be taken again, whole.
+	[ "$(docker inspect -f '{{.State.Status}}' mh)" = running ] || docker start mh >/dev/null
+	wait_for 60 bash -c "docker logs mh 2>&1 | grep -q 'verified_passes='"
+	run docker checkpoint create --leave-running mh cp1
+	assert_success
+	[ -f "$cps/cp1/inventory.img" ] || fail "cp1 is listed without its inventory.img"
 }
 
 # dump_running checkpoints-dir container-pid: CRIU is dumping the container:

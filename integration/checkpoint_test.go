@@ -32,6 +32,8 @@ func TestCheckpointListShowsOnlyFinishedCheckpoints(t *testing.T) {
 		mu      sync.Mutex
 		seen    = map[string]int{}
 		polls   int
+		mid     int // polls made while that container's checkpoint was being written
+		pollErr []error
 		badSeen []string
 	)
 	// Pollers: list every container's checkpoints, and check each listed
@@ -46,12 +48,23 @@ func TestCheckpointListShowsOnlyFinishedCheckpoints(t *testing.T) {
 			default:
 			}
 			for _, id := range ids {
+				cps := filepath.Join("/var/lib/moby-ab/patched/data/containers", id, "checkpoints")
+				// A staging directory before and after the call: the
+				// list was taken while a checkpoint was being written.
+				before, _ := filepath.Glob(filepath.Join(cps, ".staging-*"))
 				var list []struct{ Name string }
-				if err := d.getJSON("/containers/"+id+"/checkpoints", &list); err != nil {
+				err := d.getJSON("/containers/"+id+"/checkpoints", &list)
+				after, _ := filepath.Glob(filepath.Join(cps, ".staging-*"))
+				mu.Lock()
+				if err != nil {
+					pollErr = append(pollErr, err)
+					mu.Unlock()
 					continue
 				}
-				mu.Lock()
 				polls++
+				if len(before) > 0 && len(after) > 0 {
+					mid++
+				}
 				for _, c := range list {
 					seen[c.Name]++
 					dir := filepath.Join("/var/lib/moby-ab/patched/data/containers", id, "checkpoints", c.Name)
@@ -84,13 +97,21 @@ func TestCheckpointListShowsOnlyFinishedCheckpoints(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	if len(pollErr) > 0 {
+		t.Fatalf("%d of %d list calls failed, the first: %v", len(pollErr), polls+len(pollErr), pollErr[0])
+	}
 	if len(badSeen) > 0 {
 		t.Fatalf("listed before they were whole: %v", badSeen)
 	}
 	if seen["cp0"] == 0 || seen["cp1"] == 0 {
 		t.Fatalf("finished checkpoints were never listed (%d polls): %v", polls, seen)
 	}
-	t.Logf("%d list calls during %d concurrent checkpoints; listed: %v", polls, 2*n, seen)
+	// The test shows something only if lists were taken while images were
+	// being written.
+	if mid == 0 {
+		t.Fatalf("no list call landed while a checkpoint was being written (%d polls)", polls)
+	}
+	t.Logf("%d list calls during %d concurrent checkpoints, %d of them while one was being written; listed: %v", polls, 2*n, mid, seen)
 
 	// Every container still runs with its memory intact.
 	for _, id := range ids {

@@ -40,8 +40,13 @@ from . import units
 from .results import Cell
 
 HEADER = ["time_s", "op", "container", "checkpoint", "bytes"]
+# The optional sixth column: the lifetime in seconds a create declares (its
+# retention's interval times the checkpoints it keeps), the hint the
+# lifetime-hint log places by; empty on deletes and where none is declared.
+HINT = "hint_s"
 OPS = ("create", "delete")
-POLICIES = ("shared-log", "zone-aware", "multi-log", "zone-tail", "zone-pack")
+POLICIES = ("shared-log", "zone-aware", "multi-log", "zone-tail", "zone-pack", "hint-log", "oracle")
+CLEANERS = ("greedy", "cost-benefit")  # the logs' victim rules
 MiB = 1 << 20
 
 
@@ -59,6 +64,7 @@ class Event:
     checkpoint: str
     bytes: int = 0
     line: int = 0  # in the trace file, for messages
+    hint: float = 0.0  # the lifetime the create declares, seconds (0: none)
 
     @property
     def key(self):
@@ -84,15 +90,16 @@ def parse_trace(lines, path="<trace>"):
         raise TraceError(f"{path}:1: empty trace (want the header {','.join(HEADER)})") from None
     except csv.Error as e:
         raise TraceError(f"{path}:1: {e}") from None
-    if [h.strip() for h in header] != HEADER:
-        raise TraceError(f"{path}:1: bad header {','.join(header)!r} (want {','.join(HEADER)})")
+    hinted = [h.strip() for h in header] == HEADER + [HINT]
+    if not hinted and [h.strip() for h in header] != HEADER:
+        raise TraceError(f"{path}:1: bad header {','.join(header)!r} (want {','.join(HEADER)}, and optionally {HINT})")
     events, live, last = [], set(), 0.0
     try:
         for row in rows:
             no = rows.line_num
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue
-            e = _event(row, no, path)
+            e = _event(row, no, path, hinted)
             if e.time_s < last:
                 raise TraceError(f"{path}:{no}: time goes backwards ({e.time_s:g} after {last:g})")
             last = e.time_s
@@ -110,10 +117,21 @@ def parse_trace(lines, path="<trace>"):
     return events
 
 
-def _event(row, no, path):
-    if len(row) != len(HEADER):
-        raise TraceError(f"{path}:{no}: want {len(HEADER)} fields ({','.join(HEADER)}), got {len(row)}")
-    t, op, container, checkpoint, size = (x.strip() for x in row)
+def _event(row, no, path, hinted=False):
+    cols = HEADER + [HINT] if hinted else HEADER
+    if len(row) != len(cols):
+        raise TraceError(f"{path}:{no}: want {len(cols)} fields ({','.join(cols)}), got {len(row)}")
+    t, op, container, checkpoint, size = (x.strip() for x in row[:5])
+    hint = 0.0
+    if hinted and row[5].strip():
+        try:
+            hint = float(row[5])
+        except ValueError:
+            hint = -1.0
+        if not math.isfinite(hint) or hint < 0:
+            raise TraceError(f"{path}:{no}: {HINT}: want a lifetime in seconds >= 0 (or nothing), got {row[5].strip()!r}")
+        if op == "delete" and hint:
+            raise TraceError(f"{path}:{no}: {HINT}: a delete takes no hint, got {row[5].strip()!r}")
     try:
         time_s = float(t)
     except ValueError:
@@ -136,7 +154,7 @@ def _event(row, no, path):
         raise TraceError(f"{path}:{no}: bytes: negative size {n}")
     if n == 0:
         raise TraceError(f"{path}:{no}: bytes: a create of 0 bytes (a checkpoint image is never empty)")
-    return Event(time_s, op, container, checkpoint, n, no)
+    return Event(time_s, op, container, checkpoint, n, no, hint)
 
 
 _LOG_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
@@ -189,12 +207,17 @@ def trace_from_log(lines, keep, together_s=1.0):
 
 
 def write_trace(path, events):
+    """The trace as CSV; with the hint column only if an event has a hint."""
+    hinted = any(e.hint for e in events)
     with open(path, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(HEADER)
+        w.writerow(HEADER + [HINT] if hinted else HEADER)
         for e in events:
-            w.writerow([f"{e.time_s:.6f}".rstrip("0").rstrip("."), e.op, e.container, e.checkpoint,
-                        e.bytes if e.op == "create" else ""])
+            row = [f"{e.time_s:.6f}".rstrip("0").rstrip("."), e.op, e.container, e.checkpoint,
+                   e.bytes if e.op == "create" else ""]
+            if hinted:
+                row.append(f"{e.hint:g}" if e.hint else "")
+            w.writerow(row)
 
 
 def describe_trace(events):
@@ -306,7 +329,7 @@ def max_heads(g):
     return max(1, (min(limits) if limits else 17) - 1)
 
 
-def placement_problems(g, chunk, gc_reserve, heads=0):
+def placement_problems(g, chunk, gc_reserve, heads=0, cleaner="greedy"):
     """[(key, message)]: why these placement parameters do not fit the geometry."""
     out = []
     if heads < 0 or heads > max_heads(g):
@@ -314,8 +337,10 @@ def placement_problems(g, chunk, gc_reserve, heads=0):
                              f"(the open limit less the collector's head), got {heads}"))
     if chunk <= 0 or chunk % g.block:
         out.append(("chunk", f"want a positive multiple of the block size ({g.block}), got {chunk}"))
-    if not 1 <= gc_reserve < g.zones:
-        out.append(("gc_reserve", f"want 1 to {g.zones - 1} zones, got {gc_reserve}"))
+    if not 0 <= gc_reserve < g.zones:
+        out.append(("gc_reserve", f"want 0 to {g.zones - 1} zones, got {gc_reserve}"))
+    if cleaner not in CLEANERS:
+        out.append(("cleaner", f"want one of {', '.join(CLEANERS)}, got {cleaner!r}"))
     return out
 
 
@@ -395,7 +420,7 @@ SERIES = ("t_s", "events", "live_bytes", "used_zones", "util_used", "util_total"
 OCCUPANCY_SAMPLES = 120  # at most this many states of every zone kept for the occupancy map
 
 
-def replay_trace(path, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0, occupancy=False):
+def replay_trace(path, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0, occupancy=False, cleaner="greedy"):
     """Replay the trace file at path on a model of the device g under each
     policy: [Outcome]. The replay is hack/zns-replay's, the daemon's own
     device model (daemon/internal/zoned) and, for zone-pack, the daemon's
@@ -404,7 +429,8 @@ def replay_trace(path, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0, o
     trace, as series zone_t_s and zone_live_pct, for the occupancy map."""
     cmd = [replayer(), "--trace", path, "--zone-size", str(g.zone_size), "--zone-capacity", str(g.zone_capacity),
            "--zones", str(g.zones), "--max-open", str(g.max_open), "--max-active", str(g.max_active),
-           "--block", str(g.block), "--chunk", str(chunk), "--gc-reserve", str(gc_reserve), "--heads", str(heads)]
+           "--block", str(g.block), "--chunk", str(chunk), "--gc-reserve", str(gc_reserve), "--heads", str(heads),
+           "--cleaner", cleaner]
     for p in policies:
         cmd += ["--policy", p]
     if occupancy:
@@ -433,18 +459,18 @@ def _floats(d, keys):
     return d
 
 
-def replay(events, g, policy, chunk=MiB, gc_reserve=2, heads=0, occupancy=False):
+def replay(events, g, policy, chunk=MiB, gc_reserve=2, heads=0, occupancy=False, cleaner="greedy"):
     """Run the events through one placement: an Outcome."""
-    return compare(events, g, [policy], chunk, gc_reserve, heads, occupancy)[0]
+    return compare(events, g, [policy], chunk, gc_reserve, heads, occupancy, cleaner)[0]
 
 
-def compare(events, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0, occupancy=False):
+def compare(events, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0, occupancy=False, cleaner="greedy"):
     """Run the events through each placement (replay_trace, on a trace file
     of them): [Outcome]."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "trace.csv")
         write_trace(path, events)
-        return replay_trace(path, g, policies, chunk, gc_reserve, heads, occupancy)
+        return replay_trace(path, g, policies, chunk, gc_reserve, heads, occupancy, cleaner)
 
 
 # --- presenting ------------------------------------------------------------
@@ -522,23 +548,27 @@ def replay_main(argv):
     p.add_argument("--max-active", type=int, default=d.max_active, help="0: no limit")
     p.add_argument("--block", type=_arg(units.size), default=d.block)
     p.add_argument("--chunk", type=_arg(units.size), default=MiB, help="interleaving unit of concurrent images")
-    p.add_argument("--gc-reserve", type=int, default=2, help="empty zones kept for the logs' collector")
+    p.add_argument("--gc-reserve", type=int, default=2, help="zones no host data may take (the logs keep them "
+                   "empty for their collector)")
+    p.add_argument("--cleaner", choices=CLEANERS, default="greedy", help="the logs' victim rule")
     p.add_argument("--heads", type=int, default=0, help="the multi-head log's host heads (0: the open limit less one)")
     p.add_argument("--policy", action="append", choices=POLICIES, help="default: all")
     p.add_argument("--json", help="write the metrics and time series here")
     a = p.parse_args(argv)
     g = Geometry(zone_size=a.zone_size, zone_capacity=a.zone_capacity, zones=a.zones,
                  max_open=a.max_open, max_active=a.max_active, block=a.block)
-    for k, msg in g.problems() + placement_problems(g, a.chunk, a.gc_reserve, a.heads):
+    for k, msg in g.problems() + placement_problems(g, a.chunk, a.gc_reserve, a.heads, a.cleaner):
         p.error(f"--{k.replace('_', '-')}: {msg}")
     events = read_trace(a.trace)
-    outs = replay_trace(a.trace, g, a.policy or POLICIES, a.chunk, a.gc_reserve, a.heads)
+    outs = replay_trace(a.trace, g, a.policy or POLICIES, a.chunk, a.gc_reserve, a.heads, cleaner=a.cleaner)
     print(f"trace {a.trace}: {len(events)} events; device: {g.describe()}\n")
     print(table(outs))
     if a.json:
         doc = {"trace": dict(describe_trace(events), source=a.trace, sha256=trace_digest(a.trace)),
-               "geometry": dataclasses.asdict(g), "placement": {"chunk": a.chunk, "gc_reserve": a.gc_reserve, "heads": a.heads},
-               "results": [o.entry({"chunk": a.chunk, "gc_reserve": a.gc_reserve, "heads": a.heads}, g)
+               "geometry": dataclasses.asdict(g), "placement": {"chunk": a.chunk, "gc_reserve": a.gc_reserve, "heads": a.heads,
+                                                                    "cleaner": a.cleaner},
+               "results": [o.entry({"chunk": a.chunk, "gc_reserve": a.gc_reserve, "heads": a.heads,
+                                    "cleaner": a.cleaner}, g)
                            for o in outs]}
         with open(a.json, "w") as f:
             json.dump(doc, f, indent=1)

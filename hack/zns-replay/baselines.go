@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 )
 
 // The baselines the daemon's placement is measured against, on the same
@@ -12,26 +14,34 @@ import (
 // part, its tail at a head shared by its container's checkpoints).
 
 // sharedLog is one append log for everything, zones filled in order, all
-// containers' chunks interleaved. A delete only makes bytes dead. When a new
-// zone is needed and no more than gcReserve empty zones are left, greedy
-// garbage collection takes the full zone with the least live data, appends
-// its live bytes at the log head and resets it. The reserve is for the
-// collector: host writes never take it, and images that would not fit
-// beside the live data outside it fail up front.
+// containers' chunks interleaved. A delete only makes bytes dead. The logs
+// clean as zone-pack may (reserve.go, cleaner.go): when a create would not
+// fit in the empty zones outside the reserve and the room of the heads, the
+// collector relocates the live data of victims (any zone that holds data,
+// partly written ones too, picked by the cleaner's rule) at its own head
+// and resets them, before the create is written; and when a head fills
+// with no more than the reserve of empty zones left, it does so again.
+// Host writes never take the reserve, and images that would not fit beside
+// the live data outside it fail up front.
 type sharedLog struct {
 	*base
 	gcReserve int
+	cleaner   string
 	head      int // -1: none
-	// multi-log: heads by key ("gc" is the collector's), and the head each
-	// container is dealt.
-	multi  bool
+	// The multi-head logs: heads by key ("gc" is the collector's), the
+	// head slot each deal key (a container, a lifetime class) is dealt.
+	mode   string // "shared", "multi" (by container), "hint" (by lifetime class), "oracle" (by death)
 	nheads int
 	heads  map[string]int
 	dealt  map[string]int
+	// oracle: the death time each key stands for
+	keyDeath map[string]float64
+	// the zone being relocated (-1: none), still active until its reset
+	draining int
 }
 
-func newSharedLog(g geometry, gcReserve int) *sharedLog {
-	return &sharedLog{base: newBase(g), gcReserve: gcReserve, head: -1}
+func newSharedLog(g geometry, pp params) *sharedLog {
+	return &sharedLog{base: newBase(g), gcReserve: pp.GCReserve, cleaner: pp.Cleaner, head: -1, mode: "shared", draining: -1}
 }
 
 // newMultiLog is the shared log with several heads: each container's images
@@ -41,11 +51,39 @@ func newSharedLog(g geometry, gcReserve int) *sharedLog {
 // its own, as ZenFS separates data by lifetime into open zones. Every head
 // holds one open zone, so heads + 1 is at most the device's open (and
 // active) limit; heads 0 takes the most the limit allows.
-func newMultiLog(g geometry, gcReserve, heads int) *sharedLog {
-	l := newSharedLog(g, gcReserve)
-	l.multi = true
-	l.nheads = heads
-	if heads == 0 {
+func newMultiLog(g geometry, pp params) *sharedLog {
+	return newHeadedLog(g, pp, "multi")
+}
+
+// newHintLog is the multi-head log with a head per lifetime class instead of
+// per container, as ZenFS places a file by its write-lifetime hint: an
+// image goes to the head of the class of the lifetime its create declares
+// (the trace's hint_s; classes a factor of two apart, one class for no
+// hint), classes dealt to heads in the order they first write; the
+// collector has a head of its own.
+func newHintLog(g geometry, pp params) *sharedLog {
+	return newHeadedLog(g, pp, "hint")
+}
+
+// newOracle is the offline placement: it knows when every image will be
+// deleted (the trace's own delete) and appends it at the head of the data
+// that dies at that same time, or, when every head is taken, at the head
+// whose data dies nearest it; what the collector relocates goes the same
+// way (it has no head of its own, so it has one head more than the other
+// multi-head logs). It is the bound the online placements are read against,
+// not a proof of the least possible relocation.
+func newOracle(g geometry, pp params) *sharedLog {
+	l := newHeadedLog(g, pp, "oracle")
+	l.nheads++
+	l.keyDeath = map[string]float64{}
+	return l
+}
+
+func newHeadedLog(g geometry, pp params, mode string) *sharedLog {
+	l := newSharedLog(g, pp)
+	l.mode = mode
+	l.nheads = pp.Heads
+	if l.nheads == 0 {
 		l.nheads = maxHeads(g)
 	}
 	l.heads = map[string]int{}
@@ -80,18 +118,53 @@ func (l *sharedLog) ready(im *image) bool { return true }
 func (l *sharedLog) admitOnStart() bool   { return false }
 
 func (l *sharedLog) admit(im *image) (string, error) {
-	usable := int64(l.g.Zones-l.gcReserve) * l.g.ZoneCapacity
-	need := im.padded
-	for _, x := range l.live {
-		need += x
+	if why := overReserve(l.base, im, l.gcReserve); why != "" {
+		return why, nil
 	}
+	// Relocation on demand: make room for the creates taken so far and
+	// this one before any of them is written.
+	need := im.padded
 	for _, x := range l.inFlight {
 		need += x.remaining
 	}
-	if need > usable {
-		return fmt.Sprintf("device full: %s live with it, %s outside the GC reserve", humanSize(need), humanSize(usable)), nil
+	for tries := 0; l.room() < need && tries < l.g.Zones; tries++ {
+		v := l.victim()
+		if v < 0 {
+			break
+		}
+		if err := l.relocate(v); err != nil {
+			return "", err
+		}
 	}
 	return "", nil
+}
+
+// room is what host writes may take without the collector: the empty zones
+// outside the reserve and what the host heads have left.
+func (l *sharedLog) room() int64 {
+	r := int64(max(0, l.dev.countEmpty()-l.gcReserve)) * l.g.ZoneCapacity
+	for _, z := range l.hostHeads() {
+		r += l.g.ZoneCapacity - l.dev.wp[z]
+	}
+	return r
+}
+
+// hostHeads are the zones host writes are appended at that are not full.
+func (l *sharedLog) hostHeads() []int {
+	var out []int
+	if l.mode == "shared" {
+		if l.head >= 0 && !l.dev.full(l.head) {
+			out = append(out, l.head)
+		}
+		return out
+	}
+	for k, z := range l.heads {
+		if k != "gc" && !l.dev.full(z) && !slices.Contains(out, z) {
+			out = append(out, z)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (l *sharedLog) put(im *image, n int64) (int64, error) {
@@ -106,24 +179,134 @@ func (l *sharedLog) drop(im *image) error {
 }
 
 // headKey is the head im's bytes go to: the log's one head, or in a
-// multi-head log the container's or the collector's.
+// multi-head log its container's, its lifetime class's or the collector's,
+// or in the oracle its death time's.
 func (l *sharedLog) headKey(im *image, gc bool) string {
-	if !l.multi {
+	switch l.mode {
+	case "shared":
 		return ""
+	case "oracle":
+		return l.deathKey(im.death)
 	}
 	if gc {
 		return "gc"
 	}
-	h, ok := l.dealt[im.container]
+	deal := im.container
+	if l.mode == "hint" {
+		deal = hintClass(im.hint)
+	}
+	h, ok := l.dealt[deal]
 	if !ok {
 		h = len(l.dealt) % l.nheads
-		l.dealt[im.container] = h
+		l.dealt[deal] = h
 	}
 	return fmt.Sprint(h)
 }
 
+// hintClass is the lifetime class of a declared lifetime: lifetimes from
+// 2^k to 2^(k+1) seconds share one.
+func hintClass(h float64) string {
+	if h <= 0 {
+		return "none"
+	}
+	return fmt.Sprint(int(math.Floor(math.Log2(h))))
+}
+
+// deathKey is the oracle's head for data that dies at d: the head of that
+// death time, a new one while fewer than nheads are open, else the open
+// head whose data dies nearest d.
+func (l *sharedLog) deathKey(d float64) string {
+	k := strconv.FormatFloat(d, 'g', -1, 64)
+	if z, ok := l.heads[k]; ok && !l.dev.full(z) {
+		return k
+	}
+	var open []string
+	for kk, z := range l.heads {
+		if !l.dev.full(z) {
+			open = append(open, kk)
+		}
+	}
+	busy := len(open)
+	if l.draining >= 0 && !l.dev.full(l.draining) {
+		busy++ // no head any more, but active until it is reset
+	}
+	// A head whose data dies at about the same time (neither living more
+	// than a tenth longer from now) is shared before a new head is opened.
+	for _, kk := range sortedKeys(open) {
+		if nearDeath(l.keyDeath[kk], d, l.now) {
+			return kk
+		}
+	}
+	if busy < l.nheads {
+		l.keyDeath[k] = d
+		return k
+	}
+	if len(open) == 0 {
+		l.keyDeath[k] = d // the zone being relocated is the one head: its data goes to the next
+		return k
+	}
+	slices.Sort(open)
+	best, bd := "", math.Inf(1)
+	for _, kk := range open {
+		if dd := deathDistance(l.keyDeath[kk], d); best == "" || dd < bd {
+			best, bd = kk, dd
+		}
+	}
+	return best
+}
+
+// anyHead is the oracle's head with room whose data dies nearest im's,
+// for when no empty zone is left for a head of im's own death time; -1 if
+// none has room.
+func (l *sharedLog) anyHead(im *image) (string, int) {
+	var ks []string
+	for k, z := range l.heads {
+		if z != l.draining && !l.dev.full(z) {
+			ks = append(ks, k)
+		}
+	}
+	slices.Sort(ks)
+	best, bd := "", math.Inf(1)
+	for _, k := range ks {
+		if dd := deathDistance(l.keyDeath[k], im.death); best == "" || dd < bd {
+			best, bd = k, dd
+		}
+	}
+	if best == "" {
+		return "", -1
+	}
+	return best, l.heads[best]
+}
+
+func sortedKeys(ks []string) []string {
+	ks = slices.Clone(ks)
+	slices.Sort(ks)
+	return ks
+}
+
+// nearDeath says whether data dying at a and at b, seen at now, die at
+// about the same time: both never, or neither living more than a tenth
+// longer than the other from now.
+func nearDeath(a, b, now float64) bool {
+	if math.IsInf(a, 1) || math.IsInf(b, 1) {
+		return math.IsInf(a, 1) && math.IsInf(b, 1)
+	}
+	x, y := a-now, b-now
+	if x > y {
+		x, y = y, x
+	}
+	return x > 0 && y <= 1.1*x
+}
+
+func deathDistance(a, b float64) float64 {
+	if math.IsInf(a, 1) && math.IsInf(b, 1) {
+		return 0
+	}
+	return math.Abs(a - b)
+}
+
 func (l *sharedLog) headOf(key string) int {
-	if !l.multi {
+	if l.mode == "shared" {
 		return l.head
 	}
 	if z, ok := l.heads[key]; ok {
@@ -133,30 +316,36 @@ func (l *sharedLog) headOf(key string) int {
 }
 
 func (l *sharedLog) setHead(key string, z int) {
-	if l.multi {
-		l.heads[key] = z
-	} else {
+	if l.mode == "shared" {
 		l.head = z
+	} else {
+		l.heads[key] = z
 	}
 }
 
 func (l *sharedLog) appendLog(im *image, n int64, gc bool) error {
-	key := l.headKey(im, gc)
 	for n > 0 {
+		key := l.headKey(im, gc)
 		z := l.headOf(key)
 		if z < 0 || l.dev.full(z) {
 			if !gc {
 				if err := l.collect(); err != nil { // which may itself take zones
 					return err
 				}
+				key = l.headKey(im, gc)
 			}
 			z = l.headOf(key)
 			if z < 0 || l.dev.full(z) {
 				var err error
 				if z, err = l.takeZone(gc); err != nil {
-					return err
+					// The oracle, short of empty zones, goes on in the head
+					// whose data dies nearest rather than fail.
+					if key, z = l.anyHead(im); z < 0 || l.mode != "oracle" {
+						return err
+					}
+				} else {
+					l.setHead(key, z)
 				}
-				l.setHead(key, z)
 			}
 		}
 		k := min(n, l.g.ZoneCapacity-l.dev.wp[z])
@@ -171,6 +360,9 @@ func (l *sharedLog) appendLog(im *image, n int64, gc bool) error {
 func (l *sharedLog) takeZone(gc bool) (int, error) {
 	empty := l.dev.emptyZones()
 	if !gc && len(empty) <= l.gcReserve {
+		if l.gcReserve == 0 {
+			return -1, reasonError("device full: no empty zone, and no zone the collector could free")
+		}
 		return -1, reasonError(fmt.Sprintf("device full: no empty zone outside the GC reserve of %d", l.gcReserve))
 	}
 	if len(empty) == 0 {
@@ -180,7 +372,7 @@ func (l *sharedLog) takeZone(gc bool) (int, error) {
 }
 
 func (l *sharedLog) collect() error {
-	for l.dev.countEmpty() <= l.gcReserve {
+	for tries := 0; l.dev.countEmpty() <= l.gcReserve && tries < l.g.Zones; tries++ {
 		v := l.victim()
 		if v < 0 {
 			return nil
@@ -192,51 +384,83 @@ func (l *sharedLog) collect() error {
 	return nil
 }
 
-// victim is the full zone with the least live data, if its live data fits
-// where the collector appends; -1 if none.
+// victim is the zone the cleaner's rule picks among those whose relocation
+// frees something (dead data beside the live) and whose live data
+// fits where the collector appends; -1 if none. Any zone that holds data
+// may be one, partly written ones (a head too) included.
 func (l *sharedLog) victim() int {
-	v := -1
+	gcHead := -1
+	if l.mode != "shared" && l.mode != "oracle" {
+		gcHead = l.headOf("gc")
+	}
+	var cands []int
 	for i := range l.g.Zones {
-		if l.dev.full(i) && (v < 0 || l.live[i] < l.live[v]) {
-			v = i
+		if l.dev.empty(i) || i == gcHead || l.live[i] >= l.dev.wp[i] {
+			continue
+		}
+		if l.live[i] > l.gcRoom(i) {
+			continue
+		}
+		cands = append(cands, i)
+	}
+	return pickVictim(l.base, l.cleaner, cands)
+}
+
+// gcRoom is where the collector could put the live data of zone v: the
+// empty zones and the room of the head it appends at, v's own excluded
+// (the oracle's: every head, where it goes when there is no empty zone for
+// a head of the data's own death time).
+func (l *sharedLog) gcRoom(v int) int64 {
+	room := int64(l.dev.countEmpty()) * l.g.ZoneCapacity
+	var heads []int
+	switch l.mode {
+	case "oracle":
+		heads = l.hostHeads() // anyHead
+	case "shared":
+		heads = l.hostHeads() // the one head the collector shares
+	default:
+		if h := l.headOf("gc"); h >= 0 && !l.dev.full(h) {
+			heads = []int{h}
 		}
 	}
-	if v < 0 {
-		return -1
+	for _, h := range heads {
+		if h != v {
+			room += l.g.ZoneCapacity - l.dev.wp[h]
+		}
 	}
-	room := int64(l.dev.countEmpty()) * l.g.ZoneCapacity
-	if h := l.headOf(l.headKey(nil, true)); h >= 0 && !l.dev.full(h) {
-		room += l.g.ZoneCapacity - l.dev.wp[h]
-	}
-	if l.live[v] >= l.g.ZoneCapacity || l.live[v] > room {
-		return -1
-	}
-	return v
+	return room
 }
 
 func (l *sharedLog) relocate(v int) error {
 	l.gcRuns++
+	// No head stays on the zone being emptied: what is relocated and what
+	// comes after goes elsewhere.
+	if l.mode == "shared" {
+		if l.head == v {
+			l.head = -1
+		}
+	} else {
+		for k, z := range l.heads {
+			if z == v {
+				delete(l.heads, k)
+			}
+		}
+	}
+	l.draining = v
+	defer func() { l.draining = -1 }()
 	for _, x := range l.heldInOrder(v) {
 		im := x.im
 		im.extents = slices.DeleteFunc(im.extents, func(e *extent) bool { return e == x })
 		delete(l.held[v], x)
 		l.live[v] -= x.length
 		if err := l.appendLog(im, x.length, true); err != nil {
-			return err
+			// The victim was picked for the room there is: no room is a
+			// defect of the collector's accounting, and stops the replay.
+			return fmt.Errorf("relocating zone %d: %v", v, err)
 		}
 	}
 	if err := l.reset(v); err != nil {
 		return err
-	}
-	// No head stays on a zone that was reset.
-	if l.multi {
-		for k, z := range l.heads {
-			if z == v {
-				delete(l.heads, k)
-			}
-		}
-	} else if l.head == v {
-		l.head = -1
 	}
 	return nil
 }

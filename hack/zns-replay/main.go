@@ -10,7 +10,7 @@
 // is what lets it import the daemon's internal package.
 //
 //	zns-replay --trace FILE [--zone-size 64MiB --zone-capacity 64MiB --zones 32 --max-open 8 --max-active 8 --block 4KiB]
-//	           [--chunk 1MiB --gc-reserve 2 --heads 0] [--policy NAME ...] [--occupancy] [--json FILE]
+//	           [--chunk 1MiB --gc-reserve 2 --heads 0 --cleaner greedy] [--policy NAME ...] [--occupancy] [--json FILE]
 package main
 
 import (
@@ -26,20 +26,24 @@ import (
 )
 
 // policies, in the order the harness lists them.
-var policies = []string{"shared-log", "zone-aware", "multi-log", "zone-tail", "zone-pack"}
+var policies = []string{"shared-log", "zone-aware", "multi-log", "zone-tail", "zone-pack", "hint-log", "oracle"}
 
 func newPlacement(policy string, g geometry, pp params) (placement, error) {
 	switch policy {
 	case "shared-log":
-		return newSharedLog(g, pp.GCReserve), nil
+		return newSharedLog(g, pp), nil
 	case "multi-log":
-		return newMultiLog(g, pp.GCReserve, pp.Heads), nil
+		return newMultiLog(g, pp), nil
+	case "hint-log":
+		return newHintLog(g, pp), nil
+	case "oracle":
+		return newOracle(g, pp), nil
 	case "zone-aware":
 		return newZoneAware(g), nil
 	case "zone-tail":
 		return newZoneTail(g), nil
 	case "zone-pack":
-		return newZonePack(g, pp.Chunk)
+		return newZonePack(g, pp)
 	}
 	return nil, fmt.Errorf("unknown policy %q (want one of %s)", policy, strings.Join(policies, ", "))
 }
@@ -100,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("zns-replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	g := geometry{ZoneSize: 64 * MiB, ZoneCapacity: 64 * MiB, Zones: 32, MaxOpen: 8, MaxActive: 8, Block: 4096}
-	pp := params{Chunk: MiB, GCReserve: 2}
+	pp := params{Chunk: MiB, GCReserve: 2, Cleaner: "greedy"}
 	trace := fs.String("trace", "", "the trace: a CSV of "+strings.Join(traceHeader, ","))
 	fs.Var(sizeFlag{&g.ZoneSize}, "zone-size", "zone size")
 	fs.Var(sizeFlag{&g.ZoneCapacity}, "zone-capacity", "writable bytes of a zone (at most its size)")
@@ -109,7 +113,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&g.MaxActive, "max-active", g.MaxActive, "active zones at once (0: no limit)")
 	fs.Var(sizeFlag{&g.Block}, "block", "logical block size")
 	fs.Var(sizeFlag{&pp.Chunk}, "chunk", "interleaving unit of concurrent images")
-	fs.IntVar(&pp.GCReserve, "gc-reserve", pp.GCReserve, "empty zones kept for the logs' collector")
+	fs.IntVar(&pp.GCReserve, "gc-reserve", pp.GCReserve, "zones no host data may take (0 to zones-1): the logs keep them empty for their collector")
+	fs.StringVar(&pp.Cleaner, "cleaner", pp.Cleaner, "the logs' victim rule: "+strings.Join(cleaners, " or "))
 	fs.IntVar(&pp.Heads, "heads", 0, "the multi-head log's host heads (0: the open limit less one)")
 	var pols listFlag
 	fs.Var(&pols, "policy", "a policy to replay (repeatable; default: all of "+strings.Join(policies, ", ")+")")

@@ -15,17 +15,19 @@ import (
 // replay's clock is the trace's.
 type zonePack struct {
 	*base
-	p    *zoned.Placer
-	zero []byte
+	p       *zoned.Placer
+	zero    []byte
+	reserve int
 }
 
-func newZonePack(g geometry, chunk int64) (*zonePack, error) {
+func newZonePack(g geometry, pp params) (*zonePack, error) {
+	chunk := pp.Chunk
 	b := newBase(g)
 	zones, err := b.dev.ReportZones()
 	if err != nil {
 		return nil, err
 	}
-	return &zonePack{base: b, p: zoned.NewPlacer(b.dev, zones), zero: make([]byte, chunk)}, nil
+	return &zonePack{base: b, p: zoned.NewPlacer(b.dev, zones), zero: make([]byte, chunk), reserve: pp.GCReserve}, nil
 }
 
 // at is trace time as a clock.
@@ -38,6 +40,9 @@ func (z *zonePack) admitOnStart() bool { return true }
 // data of the zones the placement picks, one at a time, as the daemon's
 // store does, and tries again.
 func (z *zonePack) admit(im *image) (string, error) {
+	if why := overReserve(z.base, im, z.reserve); why != "" {
+		return why, nil
+	}
 	for tries := 0; ; tries++ {
 		s, err := z.p.Begin(im.container, im.padded, at(im.created))
 		if err == nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/moby/moby/v2/daemon/internal/zoned"
 )
@@ -68,10 +69,14 @@ func (g geometry) problems() []string {
 
 // params are the placements' parameters.
 type params struct {
-	Chunk     int64 `json:"chunk"`      // concurrent images are interleaved in chunks of this
-	GCReserve int   `json:"gc_reserve"` // the logs' reserve of empty zones for their collector
-	Heads     int   `json:"heads"`      // multi-log's host heads; 0: the open limit less one
+	Chunk     int64  `json:"chunk"`      // concurrent images are interleaved in chunks of this
+	GCReserve int    `json:"gc_reserve"` // zones' capacity no host data may take (reserve.go)
+	Heads     int    `json:"heads"`      // the multi-head logs' host heads; 0: the open limit less one
+	Cleaner   string `json:"cleaner"`    // the logs' victim rule: greedy or cost-benefit
 }
+
+// cleaners are the victim rules of the logs' collector (cleaner.go).
+var cleaners = []string{"greedy", "cost-benefit"}
 
 // problems says why p does not fit g.
 func (p params) problems(g geometry) []string {
@@ -82,8 +87,11 @@ func (p params) problems(g geometry) []string {
 	if p.Chunk <= 0 || p.Chunk%g.Block != 0 {
 		out = append(out, fmt.Sprintf("chunk: want a positive multiple of the block size (%d), got %d", g.Block, p.Chunk))
 	}
-	if p.GCReserve < 1 || p.GCReserve >= g.Zones {
-		out = append(out, fmt.Sprintf("gc-reserve: want 1 to %d zones, got %d", g.Zones-1, p.GCReserve))
+	if p.GCReserve < 0 || p.GCReserve >= g.Zones {
+		out = append(out, fmt.Sprintf("gc-reserve: want 0 to %d zones, got %d", g.Zones-1, p.GCReserve))
+	}
+	if !slices.Contains(cleaners, p.Cleaner) {
+		out = append(out, fmt.Sprintf("cleaner: want one of %s, got %q", strings.Join(cleaners, ", "), p.Cleaner))
 	}
 	return out
 }
@@ -93,6 +101,8 @@ func (p params) problems(g geometry) []string {
 type image struct {
 	container, checkpoint string
 	created               float64
+	hint                  float64 // the lifetime the trace declares (0: none)
+	death                 float64 // when it is deleted (the oracle's knowledge)
 	bytes, padded         int64
 	remaining             int64
 	extents               []*extent
@@ -157,6 +167,7 @@ type base struct {
 	images   map[key]*image // the complete ones
 	failures []failure
 	live     []int64
+	written  []float64 // when each zone was last written (the cost-benefit cleaner's age)
 	held     []map[*extent]bool
 	inFlight []*image
 	seq      int64
@@ -166,7 +177,7 @@ type base struct {
 }
 
 func newBase(g geometry) *base {
-	b := &base{g: g, dev: newDevice(g), images: map[key]*image{}, live: make([]int64, g.Zones), held: make([]map[*extent]bool, g.Zones)}
+	b := &base{g: g, dev: newDevice(g), images: map[key]*image{}, live: make([]int64, g.Zones), written: make([]float64, g.Zones), held: make([]map[*extent]bool, g.Zones)}
 	for i := range b.held {
 		b.held[i] = map[*extent]bool{}
 	}
@@ -197,6 +208,7 @@ func (b *base) record(im *image, zone int, off, n int64) {
 		b.held[zone][x] = true
 	}
 	b.live[zone] += n
+	b.written[zone] = b.now
 }
 
 // moved replaces im's extent x, whose bytes were relocated, by the extents
@@ -209,6 +221,7 @@ func (b *base) moved(im *image, x *extent, to []zoned.Extent) {
 		n := &extent{zone: y.Zone, off: y.Offset - int64(y.Zone)*b.g.ZoneSize, length: y.Length, seq: b.seq, im: im}
 		b.held[y.Zone][n] = true
 		b.live[y.Zone] += y.Length
+		b.written[y.Zone] = b.now
 		repl = append(repl, n)
 	}
 	im.extents = slices.Replace(im.extents, i, i+1, repl...)
@@ -272,7 +285,8 @@ func createGroup(p placement, events []event, chunk int64) error {
 	var waiting []*image
 	for _, e := range events {
 		b.now = e.TimeS
-		im := &image{container: e.Container, checkpoint: e.Checkpoint, created: e.TimeS, bytes: e.Bytes, padded: b.g.padded(e.Bytes)}
+		im := &image{container: e.Container, checkpoint: e.Checkpoint, created: e.TimeS, hint: e.Hint, bytes: e.Bytes, padded: b.g.padded(e.Bytes)}
+		im.death = e.Death
 		im.remaining = im.padded
 		if !p.admitOnStart() {
 			if ok, err := admit(im); err != nil || !ok {
@@ -422,6 +436,7 @@ const occupancySamples = 120
 // also keep every zone's state (live % of its capacity, -1 empty) at up to
 // occupancySamples steps spread over the trace.
 func replay(events []event, g geometry, policy string, pp params, occupancy bool) (*outcome, error) {
+	markDeaths(events)
 	p, err := newPlacement(policy, g, pp)
 	if err != nil {
 		return nil, err
@@ -615,4 +630,22 @@ func humanSize(n int64) string {
 		}
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// markDeaths notes in every create of events when it is deleted (+Inf:
+// never, it outlives the trace): what the oracle knows.
+func markDeaths(events []event) {
+	open := map[key]int{}
+	for i, e := range events {
+		switch e.Op {
+		case "create":
+			events[i].Death = math.Inf(1)
+			open[e.key()] = i
+		case "delete":
+			if j, ok := open[e.key()]; ok {
+				events[j].Death = e.TimeS
+				delete(open, e.key())
+			}
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -31,7 +32,7 @@ func geo(zoneSize int64, zones, maxOpen, maxActive int) geometry {
 // active 8.
 var defaultGeo = geo(64*MiB, 32, 8, 8)
 
-var defaultParams = params{Chunk: MiB, GCReserve: 2}
+var defaultParams = params{Chunk: MiB, GCReserve: 2, Cleaner: "greedy"}
 
 // genTrace is a trace like the harness's generator's (hack/ab/zns.py): the
 // containers checkpointed together every 5 minutes, each keeping its last
@@ -71,12 +72,13 @@ func underPressure() []event {
 // invariants after every step, and returns the placement.
 func checkedReplay(t *testing.T, events []event, g geometry, policy string, pp params) placement {
 	t.Helper()
+	markDeaths(events)
 	p, err := newPlacement(policy, g, pp)
 	assert.NilError(t, err)
 	b := p.state()
 	for _, grp := range groups(events) {
 		if grp[0].Op == "create" {
-			assert.NilError(t, createGroup(p, grp, pp.Chunk))
+			assert.NilError(t, createGroup(p, grp, pp.Chunk), "%s %+v", policy, pp)
 		} else {
 			assert.NilError(t, deleteImage(p, grp[0]))
 		}
@@ -90,8 +92,8 @@ func checkedReplay(t *testing.T, events []event, g geometry, policy string, pp p
 				inImages += x.length
 			}
 		}
-		assert.Assert(t, is.Equal(live, inImages))
-		assert.Assert(t, is.Equal(live, padded))
+		assert.Assert(t, is.Equal(live, inImages), "%s at %gs", policy, grp[0].TimeS)
+		assert.Assert(t, is.Equal(live, padded), "%s at %gs", policy, grp[0].TimeS)
 		zones, err := b.dev.m.ReportZones()
 		assert.NilError(t, err)
 		open, active := 0, 0
@@ -153,13 +155,14 @@ func TestGeometryProblems(t *testing.T) {
 	assert.Check(t, is.Len(defaultGeo.problems(), 0))
 
 	assert.Check(t, is.Len(defaultParams.problems(defaultGeo), 0))
-	assert.Check(t, is.Len(params{Chunk: MiB, GCReserve: 2, Heads: 7}.problems(defaultGeo), 0))
-	probs = strings.Join(params{Chunk: MiB, GCReserve: 2, Heads: 8}.problems(defaultGeo), "\n")
+	assert.Check(t, is.Len(params{Chunk: MiB, GCReserve: 2, Heads: 7, Cleaner: "greedy"}.problems(defaultGeo), 0))
+	probs = strings.Join(params{Chunk: MiB, GCReserve: 2, Heads: 8, Cleaner: "greedy"}.problems(defaultGeo), "\n")
 	assert.Check(t, is.Contains(probs, "heads: want 0 (as many as the open limit allows) to 7"))
 	assert.Check(t, is.Equal(maxHeads(geo(64*MiB, 32, 0, 0)), 16))
 	probs = strings.Join(params{Chunk: 1000, GCReserve: 32}.problems(defaultGeo), "\n")
 	assert.Check(t, is.Contains(probs, "chunk: want a positive multiple"))
-	assert.Check(t, is.Contains(probs, "gc-reserve: want 1 to 31 zones"))
+	assert.Check(t, is.Contains(probs, "gc-reserve: want 0 to 31 zones"))
+	assert.Check(t, is.Contains(probs, `cleaner: want one of greedy, cost-benefit, got ""`))
 }
 
 // Two containers checkpointed together (1 MiB each, interleaved in 256 KiB
@@ -426,17 +429,25 @@ func TestZonePackRelocatesOnlyWhenACreateWouldFail(t *testing.T) {
 		es = append(es, ev(10, "delete", "b", fmt.Sprint("cp", i), 0))
 	}
 	es = append(es, ev(20, "create", "c", "cp0", 2*MiB))
-	o, err := replay(es, g, "zone-pack", params{Chunk: 256 * KiB, GCReserve: 2}, false)
+	o, err := replay(es, g, "zone-pack", params{Chunk: 256 * KiB}, false)
 	assert.NilError(t, err)
 	assert.Check(t, is.Len(o.Failures, 0))
 	assert.Check(t, o.Metrics.RelocatedBytes > 0)
 	assert.Check(t, o.Metrics.RelocatedBytes <= 2*MiB/4, "%d relocated: more than two zones' live data", o.Metrics.RelocatedBytes)
 	assert.Check(t, o.Metrics.GCRuns > 0)
 	// Without the last create, nothing moves.
-	o, err = replay(es[:len(es)-1], g, "zone-pack", params{Chunk: 256 * KiB, GCReserve: 2}, false)
+	o, err = replay(es[:len(es)-1], g, "zone-pack", params{Chunk: 256 * KiB}, false)
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(o.Metrics.RelocatedBytes, int64(0)))
-	checkedReplay(t, es, g, "zone-pack", params{Chunk: 256 * KiB, GCReserve: 2})
+	checkedReplay(t, es, g, "zone-pack", params{Chunk: 256 * KiB})
+	// Under a reserve of two zones the same create is refused up front:
+	// the live data would take more than the four zones outside it.
+	o, err = replay(es, g, "zone-pack", params{Chunk: 256 * KiB, GCReserve: 2}, false)
+	assert.NilError(t, err)
+	assert.Assert(t, len(o.Failures) > 0)
+	for _, f := range o.Failures {
+		assert.Check(t, is.Contains(f.Reason, "outside the GC reserve"))
+	}
 }
 
 func TestOccupancyEveryZoneAtSpreadSteps(t *testing.T) {
@@ -522,6 +533,19 @@ func TestTraceParsing(t *testing.T) {
 		_, err := parseTrace(strings.NewReader(strings.Replace(goodTrace, c.from, c.to, 1)), "t.csv")
 		assert.Check(t, is.ErrorContains(err, c.want))
 	}
+	hinted := "time_s,op,container,checkpoint,bytes,hint_s\n0,create,a,cp0,1000,600\n0,create,b,cp0,10,\n5,delete,a,cp0,,\n"
+	es, err = parseTrace(strings.NewReader(hinted), "t.csv")
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual([]float64{es[0].Hint, es[1].Hint, es[0].Death, es[1].Death}, []float64{600, 0, 5, math.Inf(1)}))
+	for _, c := range []struct{ from, to, want string }{
+		{"1000,600", "1000,-1", `t.csv:2: hint_s: want a lifetime in seconds >= 0`},
+		{"1000,600", "1000,NaN", `t.csv:2: hint_s: want a lifetime`},
+		{"a,cp0,,", "a,cp0,,7", `t.csv:4: hint_s: a delete takes no hint`},
+		{"1000,600", "1000", `t.csv:2: want 6 fields`},
+	} {
+		_, err := parseTrace(strings.NewReader(strings.Replace(hinted, c.from, c.to, 1)), "t.csv")
+		assert.Check(t, is.ErrorContains(err, c.want))
+	}
 	_, err = parseTrace(strings.NewReader(""), "t.csv")
 	assert.Check(t, is.ErrorContains(err, "t.csv:1: empty trace"))
 	_, err = readTrace("/nonexistent/t.csv")
@@ -585,4 +609,26 @@ func TestCommandLine(t *testing.T) {
 			assert.Check(t, errors.Is(err, errUsage), "%v", c.args)
 		}
 	}
+}
+
+// FuzzParseTrace: any input is a trace or an error naming the file, never
+// a panic; a trace's creates die (if at all) no earlier than they are made,
+// and its hints are lifetimes >= 0.
+func FuzzParseTrace(f *testing.F) {
+	f.Add(goodTrace)
+	f.Add("time_s,op,container,checkpoint,bytes,hint_s\n0,create,a,cp0,1000,600\n5,delete,a,cp0,,\n")
+	f.Add("time_s,op,container,checkpoint,bytes,hint_s\n0,create,a,cp0,1000,1e400\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		es, err := parseTrace(strings.NewReader(text), "t.csv")
+		if err != nil {
+			assert.Check(t, strings.HasPrefix(err.Error(), "t.csv"), err.Error())
+			return
+		}
+		for _, e := range es {
+			if e.Op == "create" {
+				assert.Check(t, e.Death >= e.TimeS, "%+v", e)
+				assert.Check(t, e.Hint >= 0 && !math.IsInf(e.Hint, 0), "%+v", e)
+			}
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -19,6 +20,8 @@ type event struct {
 	Container  string
 	Checkpoint string
 	Bytes      int64
+	Hint       float64 // the lifetime in seconds the create declares (0: none)
+	Death      float64 // when it is deleted, +Inf never (markDeaths)
 	Line       int
 }
 
@@ -27,6 +30,12 @@ type key struct{ container, checkpoint string }
 func (e event) key() key { return key{e.Container, e.Checkpoint} }
 
 var traceHeader = []string{"time_s", "op", "container", "checkpoint", "bytes"}
+
+// hintColumn is the trace's optional sixth column: the lifetime in seconds
+// a create declares (a retention policy's interval times the checkpoints it
+// keeps), the hint a ZenFS-style placement separates data by; empty or 0 on
+// a create that declares none, and on deletes.
+const hintColumn = "hint_s"
 
 // readTrace reads a trace CSV (docs/patches.md, "Replaying placement"),
 // refusing anything a replay could misread; every error names the file and
@@ -55,8 +64,9 @@ func parseTrace(r io.Reader, path string) ([]event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s:1: %v", path, err)
 	}
-	if !equalTrimmed(header, traceHeader) {
-		return nil, fmt.Errorf("%s:1: bad header %q (want %s)", path, strings.Join(header, ","), strings.Join(traceHeader, ","))
+	hinted := equalTrimmed(header, append(slices.Clone(traceHeader), hintColumn))
+	if !hinted && !equalTrimmed(header, traceHeader) {
+		return nil, fmt.Errorf("%s:1: bad header %q (want %s, and optionally %s)", path, strings.Join(header, ","), strings.Join(traceHeader, ","), hintColumn)
 	}
 	var events []event
 	live := map[key]bool{}
@@ -77,7 +87,7 @@ func parseTrace(r io.Reader, path string) ([]event, error) {
 		if len(row) == 1 && strings.TrimSpace(row[0]) == "" {
 			continue
 		}
-		e, err := parseEvent(row, line, path)
+		e, err := parseEvent(row, line, path, hinted)
 		if err != nil {
 			return nil, err
 		}
@@ -98,6 +108,7 @@ func parseTrace(r io.Reader, path string) ([]event, error) {
 		}
 		events = append(events, e)
 	}
+	markDeaths(events)
 	return events, nil
 }
 
@@ -113,9 +124,13 @@ func equalTrimmed(a, b []string) bool {
 	return true
 }
 
-func parseEvent(row []string, line int, path string) (event, error) {
-	if len(row) != len(traceHeader) {
-		return event{}, fmt.Errorf("%s:%d: want %d fields (%s), got %d", path, line, len(traceHeader), strings.Join(traceHeader, ","), len(row))
+func parseEvent(row []string, line int, path string, hinted bool) (event, error) {
+	cols := traceHeader
+	if hinted {
+		cols = append(slices.Clone(traceHeader), hintColumn)
+	}
+	if len(row) != len(cols) {
+		return event{}, fmt.Errorf("%s:%d: want %d fields (%s), got %d", path, line, len(cols), strings.Join(cols, ","), len(row))
 	}
 	f := make([]string, len(row))
 	for i, x := range row {
@@ -134,6 +149,16 @@ func parseEvent(row []string, line int, path string) (event, error) {
 	}
 	if e.Container == "" || e.Checkpoint == "" {
 		return event{}, fmt.Errorf("%s:%d: container and checkpoint must not be empty", path, line)
+	}
+	if hinted && f[5] != "" {
+		h, err := strconv.ParseFloat(f[5], 64)
+		if err != nil || math.IsNaN(h) || math.IsInf(h, 0) || h < 0 {
+			return event{}, fmt.Errorf("%s:%d: %s: want a lifetime in seconds >= 0 (or nothing), got %q", path, line, hintColumn, f[5])
+		}
+		if e.Op == "delete" && h != 0 {
+			return event{}, fmt.Errorf("%s:%d: %s: a delete takes no hint, got %q", path, line, hintColumn, f[5])
+		}
+		e.Hint = h
 	}
 	if e.Op == "delete" {
 		if f[4] != "" && f[4] != "0" {

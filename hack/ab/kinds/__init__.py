@@ -29,12 +29,12 @@ Modules are imported when first asked for: they build on the core modules,
 which ask for them."""
 import importlib
 
-NAMES = ("pull", "checkpoint", "overhead", "cpuquota", "zns", "neighbour")
+NAMES = ("pull", "checkpoint", "overhead", "cpuquota", "zns", "neighbour", "zns-sweep")
 
 
 def get(name):
-    """The module of kind name."""
-    return importlib.import_module("." + name, __name__)
+    """The module of kind name (zns-sweep: zns_sweep)."""
+    return importlib.import_module("." + name.replace("-", "_"), __name__)
 
 
 def every():

@@ -33,6 +33,7 @@ class Suite(suite.Suite):
     chunk: int = zns.MiB
     gc_reserve: int = 2
     heads: int = 0  # multi-log's host heads; 0: the device's open limit less one
+    cleaner: str = "greedy"  # the logs' victim rule (zns.CLEANERS)
 
     needs_hosts = False
 
@@ -148,13 +149,14 @@ def geometry(v, t, s):
 
 def placement(v, t, s):
     w = ("placement",)
-    v.keys(t, w, ("chunk", "gc_reserve", "heads"))
+    v.keys(t, w, ("chunk", "gc_reserve", "heads", "cleaner"))
     if "chunk" in t:
         s.chunk = units.size(v.unit(units.size, v.typed(t["chunk"], str, w + ("chunk",), "a size"), w + ("chunk",)))
     s.gc_reserve = v.typed(t.get("gc_reserve", s.gc_reserve), int, w + ("gc_reserve",), "a number of zones")
     s.heads = v.typed(t.get("heads", s.heads), int, w + ("heads",), "a number of heads")
+    s.cleaner = v.typed(t.get("cleaner", s.cleaner), str, w + ("cleaner",), "a victim rule")
     for g in s.geometries:
-        for k, msg in zns.placement_problems(g, s.chunk, s.gc_reserve, s.heads):
+        for k, msg in zns.placement_problems(g, s.chunk, s.gc_reserve, s.heads, s.cleaner):
             scan = f" (zone size {units.human_size(g.zone_size)})" if len(s.geometries) > 1 else ""
             v.fail(w + (k,), f"{k}: {msg}{scan}")
 
@@ -224,13 +226,14 @@ def run(r):
     doc["trace"] = dict(source, **zns.describe_trace(events), csv="trace.csv", sha256=zns.trace_digest(path))
     doc["geometry"] = dataclasses.asdict(s.geometry)  # a scan's: the one whose time series are plotted
     doc["geometries"] = [dataclasses.asdict(g) for g in s.geometries]
-    doc["placement"] = {"chunk": s.chunk, "gc_reserve": s.gc_reserve, "heads": s.heads}
+    doc["placement"] = {"chunk": s.chunk, "gc_reserve": s.gc_reserve, "heads": s.heads, "cleaner": s.cleaner}
     r.results.save()
     scan = len(s.geometries) > 1
     prog = Progress(len(s.geometries) * len(s.policies))
     for g in s.geometries:
         sys.stderr.write(f"==> {len(events)} events on {g.describe()}\n")
-        outs = zns.replay_trace(path, g, s.policies, s.chunk, s.gc_reserve, s.heads, occupancy=g == s.geometry)
+        outs = zns.replay_trace(path, g, s.policies, s.chunk, s.gc_reserve, s.heads, occupancy=g == s.geometry,
+                                cleaner=s.cleaner)
         for policy, o in zip(s.policies, outs):
             r.results.append(o.entry(dict(doc["placement"]), g))
             m = o.metrics
@@ -341,13 +344,15 @@ def write(outdir, doc):
            f"- device: {g.describe() if g else '-'}" if not scan else
            f"- devices, every policy replayed on each: {_scan_device(geoms)}",
            f"- placement: concurrent images interleaved in {units.human_size(pl.get('chunk', 0))} chunks; "
-           f"the logs keep {pl.get('gc_reserve')} empty zones for their collectors"
+           f"a reserve of {pl.get('gc_reserve')} zones (no host data takes them; the logs keep them empty for "
+           f"their collectors); the logs' cleaner {pl.get('cleaner', 'greedy')}, on demand, partly written "
+           "zones too"
            + (f"; the multi-head log appends at {pl['heads']} heads" if pl.get("heads")
               else "; the multi-head log at as many heads as the open limit allows beside its collector's"
               if "multi-log" in {e.get("policy") for e in doc.get("results", [])} else ""),
            "", "## Summary", "", summary_table(doc), "",
            "Host written: block-padded bytes of the images (and of the failed images' partial writes). "
-           "Relocated: live bytes a log's greedy collector copied out of a zone before resetting it. "
+           "Relocated: live bytes a collector copied out of a zone before resetting it. "
            "Write amplification: (host + relocated) / host. Mixed zones: zones holding data (live or dead, "
            "until their reset) of more than one container. Used-zone utilisation: live bytes / (non-empty zones "
            "x zone capacity); device utilisation: live bytes / all zones' capacity. Both are sampled after every "

@@ -57,6 +57,31 @@ class TraceTest(unittest.TestCase):
             back = zns.read_trace(path)
         self.assertEqual([(e.time_s, e.op, e.key, e.bytes) for e in es], [(e.time_s, e.op, e.key, e.bytes) for e in back])
 
+    def test_hint_column(self):
+        es = self.parse("""
+            time_s,op,container,checkpoint,bytes,hint_s
+            0,create,a,cp0,1000,600
+            0,create,b,cp0,2000,
+            5.5,delete,a,cp0,,
+        """)
+        self.assertEqual([e.hint for e in es], [600.0, 0.0, 0.0])
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.csv")
+            zns.write_trace(path, es)
+            with open(path) as f:
+                self.assertEqual(f.readline().strip(), "time_s,op,container,checkpoint,bytes,hint_s")
+            self.assertEqual([e.hint for e in zns.read_trace(path)], [600.0, 0.0, 0.0])
+            zns.write_trace(path, [zns.Event(0, "create", "a", "cp0", 1)])  # no hints: no column
+            with open(path) as f:
+                self.assertEqual(f.readline().strip(), "time_s,op,container,checkpoint,bytes")
+        bad = "time_s,op,container,checkpoint,bytes,hint_s\n0,create,a,cp0,1000,{}\n"
+        self.assertRegex(self.error(bad.format("-1")), r"t.csv:2: hint_s: want a lifetime in seconds >= 0")
+        self.assertRegex(self.error(bad.format("soon")), r"t.csv:2: hint_s: want a lifetime")
+        self.assertRegex(self.error(bad.format("inf")), r"t.csv:2: hint_s: want a lifetime")
+        self.assertRegex(self.error(bad.format("600") + "1,delete,a,cp0,,5\n"), r"t.csv:3: hint_s: a delete takes no hint")
+        self.assertRegex(self.error("time_s,op,container,checkpoint,bytes\n0,create,a,cp0,1,5\n"),
+                         r"t.csv:2: want 5 fields")
+
     def test_bad_header(self):
         self.assertRegex(self.error("time,op,container,checkpoint,bytes\n0,create,a,x,1\n"), r"^t\.csv:1: bad header")
         self.assertRegex(self.error(""), r"^t\.csv:1: empty trace")
@@ -294,7 +319,7 @@ class SuiteTest(unittest.TestCase):
         self.assertRegex(self.error(ZNS_SUITE.replace("rounds = 6", "round = 6")), r":8: unknown key 'round' in \[trace\]")
         self.assertRegex(self.error(ZNS_SUITE.replace('skip = "20%"', 'skip = "120%"')), r":10: skip: bad percentage")
         self.assertRegex(self.error(ZNS_SUITE.replace("gc_reserve = 2", "gc_reserve = 8")),
-                         r":22: gc_reserve: want 1 to 7 zones")
+                         r":22: gc_reserve: want 0 to 7 zones")
         self.assertRegex(self.error(ZNS_SUITE.replace('chunk = "1MiB"', 'chunk = "1000B"')),
                          r":21: chunk: want a positive multiple of the block size")
 
@@ -367,7 +392,7 @@ class SuiteTest(unittest.TestCase):
             (SCAN_SUITE.replace('"512MiB"', '"192MiB"'),
              r":16: max_open: want 0 \(no limit\) to 3 zones, got 4 \(zone size 64MiB\)"),
             (SCAN_SUITE.replace('"512MiB"', '"128MiB"').replace("max_open = 4", "max_open = 2")
-             .replace("max_active = 4", "max_active = 2"), r":22: gc_reserve: want 1 to 1 zones, got 2 \(zone size 64MiB\)"),
+             .replace("max_active = 4", "max_active = 2"), r":22: gc_reserve: want 0 to 1 zones, got 2 \(zone size 64MiB\)"),
             (SCAN_SUITE.replace('block = "4KiB"', 'block = "4KiB"\nplot_zone_size = "8MiB"'),
              r":19: plot_zone_size: 8MiB is not a zone size of the geometry \(16MiB, 32MiB, 64MiB\)"),
             (ZNS_SUITE.replace("zones = 8", 'namespace = "32MiB"'), r":15: namespace: 32MiB holds no zone of 64MiB"),
@@ -436,7 +461,7 @@ class RunTest(unittest.TestCase):
             self.assertIn("![zns-zone-size.png](zns-zone-size.png)", md)
             self.assertIn("## Over time, on 64MiB zones", md)
             self.assertIn("| metric | 16MiB shared-log | 16MiB zone-aware | 16MiB multi-log | 16MiB zone-tail | "
-                          "16MiB zone-pack | 32MiB shared-log |", md)
+                          "16MiB zone-pack | 16MiB hint-log | 16MiB oracle | 32MiB shared-log |", md)
             for png in ("zns-zone-size.png", "zns-utilisation.png", "zns-relocation.png", "zns-occupancy.png"):
                 self.assertGreater(os.path.getsize(os.path.join(out, png)), 1000)
 

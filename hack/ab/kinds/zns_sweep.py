@@ -1,0 +1,677 @@
+"""kind = "zns-sweep": the placement policies of hack/zns-replay swept over
+how full the device is, the reserve, and many generated traces (seeds), with
+the baselines tuned on one half of the seeds and every policy reported on
+the other; no daemons.
+
+A cell is one replay: a policy (flavor and policy), a seed (its trace), a
+reserve and a fill, scenario "sweep"; or, scenario "min-capacity", the
+smallest device on which a policy fails no create of a seed's trace under a
+reserve. Fill is the trace's peak live data (every create stored, block
+padded) as a share of the usable capacity, the zones outside the reserve:
+a device of reserve + ceil(peak / (fill x zone capacity)) zones.
+
+The traces (generate) are not in lockstep: every container has its own
+memory, interval, retention and start, and a share of them (misfit) change
+their retention or interval partway, so that both the lifetimes their past
+checkpoints had (zone-pack's predictor) and the lifetime they declare (the
+hint, interval x keep at the start) are wrong after it; a share (irregular)
+checkpoint at random times, whose lifetimes spread around the declared one;
+and a share of checkpoints (pin) is kept 4-16 times the declared
+lifetime."""
+import collections
+import json
+import math
+import os
+import random
+import statistics
+import sys
+from dataclasses import dataclass, field
+
+from .. import suite, units, zns
+from ..measure import Progress
+from ..report import header
+from ..results import Cell
+
+KEYS = ("sweep", "traces", "device")
+SWITCHES = ()
+REPETITIONS = 1  # a replay is deterministic; the seeds are the repetitions
+
+BASELINES_WITH_CLEANER = ("shared-log", "multi-log", "hint-log", "oracle")
+
+
+@dataclass
+class TraceMix:
+    """The generator's parameters (generate)."""
+    containers: int = 10
+    memory: list = field(default_factory=lambda: ["16MiB", "32MiB", "64MiB", "128MiB"])
+    intervals_s: list = field(default_factory=lambda: [60.0, 120.0, 300.0, 600.0])
+    keeps: list = field(default_factory=lambda: [1, 2, 3, 4])
+    duration_s: float = 3 * 3600.0
+    jitter: float = 0.05
+    skip: float = 0.1
+    misfit: float = 0.3
+    irregular: float = 0.3
+    pin: float = 0.05
+    overhead: int = 512 << 10
+
+
+@dataclass
+class Suite(suite.Suite):
+    policies: list = field(default_factory=list)
+    fills: list = field(default_factory=list)  # fractions
+    reserves: list = field(default_factory=list)
+    seeds: int = 20
+    tune_seeds: int = 10
+    cleaners: list = field(default_factory=lambda: list(zns.CLEANERS))
+    chunk: int = zns.MiB
+    min_capacity: bool = True
+    mix: TraceMix = None
+    geometry: zns.Geometry = None  # zones is set per cell
+
+    needs_hosts = False
+
+
+# --- the suite file ---------------------------------------------------------
+
+def validate(v, d, s):
+    """[sweep] what is swept; [traces] the generator; [device] the zones."""
+    if s.repetitions != 1:
+        v.fail(("repetitions",), "repetitions: the seeds are the repetitions, want 1")
+    w = ("sweep",)
+    t = v.typed(d.get("sweep", {}), dict, w, "a [sweep] table")
+    v.keys(t, w, ("policies", "fills", "reserves", "seeds", "tune_seeds", "cleaners", "chunk", "min_capacity"))
+    pol = v.typed(t.get("policies", list(zns.POLICIES)), list, w + ("policies",), "a list")
+    for x in pol:
+        if x not in zns.POLICIES:
+            v.fail(w + ("policies",), f"policies: '{x}' is not one of {', '.join(zns.POLICIES)}")
+    if not pol or len(set(pol)) != len(pol):
+        v.fail(w + ("policies",), "policies: want at least one, each once")
+    s.policies = pol
+    fills = v.typed(t.get("fills", ["50%", "70%", "80%", "90%", "95%"]), list, w + ("fills",), "a list of percentages")
+    s.fills = []
+    for f in fills:
+        x = units.percent(v.unit(units.percent, v.typed(f, str, w + ("fills",), "a percentage"), w + ("fills",)))
+        if not 0 < x <= 1:
+            v.fail(w + ("fills",), f"fills: want above 0% and at most 100%, got {f!r}")
+        s.fills.append(x)
+    s.reserves = v.typed(t.get("reserves", [0, 1, 2]), list, w + ("reserves",), "a list of zone counts")
+    for r in s.reserves:
+        if not isinstance(r, int) or r < 0:
+            v.fail(w + ("reserves",), f"reserves: want zone counts >= 0, got {r!r}")
+    s.seeds = v.typed(t.get("seeds", s.seeds), int, w + ("seeds",), "a number of seeds")
+    s.tune_seeds = v.typed(t.get("tune_seeds", s.seeds // 2), int, w + ("tune_seeds",), "a number of seeds")
+    if not 1 <= s.tune_seeds < s.seeds:
+        v.fail(w + ("tune_seeds",), f"tune_seeds: want 1 to seeds - 1 ({s.seeds - 1}), got {s.tune_seeds}")
+    s.cleaners = v.typed(t.get("cleaners", list(zns.CLEANERS)), list, w + ("cleaners",), "a list")
+    for c in s.cleaners:
+        if c not in zns.CLEANERS:
+            v.fail(w + ("cleaners",), f"cleaners: '{c}' is not one of {', '.join(zns.CLEANERS)}")
+    if not s.cleaners:
+        v.fail(w + ("cleaners",), "cleaners: want at least one")
+    if "chunk" in t:
+        s.chunk = units.size(v.unit(units.size, v.typed(t["chunk"], str, w + ("chunk",), "a size"), w + ("chunk",)))
+    s.min_capacity = v.typed(t.get("min_capacity", True), bool, w + ("min_capacity",), "true or false")
+
+    w = ("traces",)
+    t = v.typed(d.get("traces", {}), dict, w, "a [traces] table")
+    v.keys(t, w, ("containers", "memory", "intervals", "keeps", "duration", "jitter", "skip", "misfit", "irregular",
+                  "pin", "overhead"))
+    m = TraceMix()
+    m.containers = v.typed(t.get("containers", m.containers), int, w + ("containers",), "a number")
+    if m.containers < 1:
+        v.fail(w + ("containers",), "containers: want at least 1")
+    if "memory" in t:
+        m.memory = [units.human_size(units.size(v.unit(units.size, v.typed(x, str, w + ("memory",), "a size"),
+                                                       w + ("memory",))))
+                    for x in v.typed(t["memory"], list, w + ("memory",), "a list of sizes")]
+    if "intervals" in t:
+        m.intervals_s = [units.duration(v.unit(units.duration, v.typed(x, str, w + ("intervals",), "a duration"),
+                                               w + ("intervals",)))
+                         for x in v.typed(t["intervals"], list, w + ("intervals",), "a list of durations")]
+    if "keeps" in t:
+        m.keeps = v.typed(t["keeps"], list, w + ("keeps",), "a list of counts")
+    for k, lst in (("memory", m.memory), ("intervals", m.intervals_s), ("keeps", m.keeps)):
+        if not lst:
+            v.fail(w + (k,), f"{k}: want at least one")
+    if any(not isinstance(k, int) or k < 1 for k in m.keeps):
+        v.fail(w + ("keeps",), "keeps: want counts >= 1")
+    if "duration" in t:
+        m.duration_s = units.duration(v.unit(units.duration, v.typed(t["duration"], str, w + ("duration",),
+                                                                     "a duration"), w + ("duration",)))
+    for k in ("jitter", "skip", "misfit", "irregular", "pin"):
+        if k in t:
+            x = units.percent(v.unit(units.percent, v.typed(t[k], str, w + (k,), "a percentage"), w + (k,)))
+            if not 0 <= x < 1:
+                v.fail(w + (k,), f"{k}: want 0% to below 100%")
+            setattr(m, k, x)
+    if "overhead" in t:
+        m.overhead = units.size(v.unit(units.size, v.typed(t["overhead"], str, w + ("overhead",), "a size"),
+                                       w + ("overhead",)))
+    s.mix = m
+
+    w = ("device",)
+    t = v.typed(d.get("device", {}), dict, w, "a [device] table")
+    v.keys(t, w, ("zone_size", "zone_capacity", "max_open", "max_active", "block"))
+    g = zns.Geometry()
+    size = lambda k: units.size(v.unit(units.size, v.typed(t[k], str, w + (k,), "a size"), w + (k,)))
+    for k in ("zone_size", "block"):
+        if k in t:
+            setattr(g, k, size(k))
+    g.zone_capacity = size("zone_capacity") if "zone_capacity" in t else g.zone_size
+    for k in ("max_open", "max_active"):
+        if k in t:
+            setattr(g, k, v.typed(t[k], int, w + (k,), "a number of zones"))
+    g.zones = max(g.max_open, g.max_active, 1)  # a placeholder: every cell sets its own
+    for k, msg in g.problems():
+        v.fail(w + (k,), f"{k}: {msg}")
+    for k, msg in zns.placement_problems(g, s.chunk, 0):
+        v.fail(("sweep", k), f"{k}: {msg}")
+    s.geometry = g
+
+
+def refuse(v, d, kind):
+    for k in KEYS:
+        if k in d:
+            v.fail(v.first(d, k), f"{k} belongs to zns-sweep suites, not {kind}")
+
+
+# --- the traces -------------------------------------------------------------
+
+def generate(m, seed):
+    """TraceMix, seed -> [zns.Event] (with hints), the same for the same
+    arguments. Every container: a memory, an interval and a retention (keep
+    its last k) drawn from the lists, a random start within its interval;
+    it declares interval x keep as every checkpoint's lifetime (the hint).
+    An irregular container checkpoints at random (exponential gaps of its
+    interval's mean), so its checkpoints' lifetimes spread around the one
+    it declares. A misfit container changes its retention (another k) or its interval (a
+    quarter or four times) at a random time in the middle of the trace; a
+    pinned checkpoint leaves the retention and is deleted 4-16 declared
+    lifetimes later (if within the trace)."""
+    rng = random.Random(seed)
+    cs = []
+    for i in range(m.containers):
+        c = {"name": f"c{i}", "mem": units.size(rng.choice(m.memory)), "interval": rng.choice(m.intervals_s),
+             "keep": rng.choice(m.keeps), "change": None, "n": 0}
+        c["hint"] = c["interval"] * c["keep"]
+        if rng.random() < m.misfit:
+            c["change"] = (rng.uniform(0.3, 0.7) * m.duration_s, rng.choice(("keep", "interval")))
+        c["irregular"] = rng.random() < m.irregular
+        c["next"] = rng.uniform(0, c["interval"])
+        cs.append(c)
+    events, kept, pinned = [], {c["name"]: collections.deque() for c in cs}, []
+    while True:
+        c = min((c for c in cs if c["next"] < m.duration_s), key=lambda c: c["next"], default=None)
+        t = round(c["next"]) if c else math.inf
+        while pinned and round(pinned[0][0]) <= t and pinned[0][0] < m.duration_s:
+            when, name, cp = pinned.pop(0)
+            events.append(zns.Event(round(when), "delete", name, cp))
+        if c is None:
+            return events
+        if c["change"] and c["next"] >= c["change"][0]:
+            if c["change"][1] == "keep":
+                c["keep"] = rng.choice([k for k in m.keeps if k != c["keep"]] or [c["keep"] + 1])
+            else:
+                c["interval"] *= rng.choice((0.25, 4.0))
+            c["change"] = None
+        if rng.random() >= m.skip:
+            cp = f"cp{c['n']}"
+            c["n"] += 1
+            size = int(c["mem"] * (1 + rng.uniform(-m.jitter, m.jitter))) + m.overhead
+            events.append(zns.Event(t, "create", c["name"], cp, max(1, size), hint=float(c["hint"])))
+            if rng.random() < m.pin:
+                pinned.append((c["next"] + c["hint"] * rng.uniform(4, 16), c["name"], cp))
+                pinned.sort()
+            else:
+                kept[c["name"]].append(cp)
+            while len(kept[c["name"]]) > c["keep"]:
+                events.append(zns.Event(t, "delete", c["name"], kept[c["name"]].popleft()))
+        c["next"] += c["interval"] * (rng.expovariate(1.0) if c["irregular"] else 1.0)
+
+
+def peak_live(events, g):
+    """The most live data (block padded) the trace holds at once, every
+    create stored: after a group of creates taken together, before the
+    deletes at that time."""
+    live, peak, size = 0, 0, {}
+    for e in events:
+        if e.op == "create":
+            size[e.key] = g.padded(e.bytes)
+            live += size[e.key]
+            peak = max(peak, live)
+        else:
+            live -= size.pop(e.key)
+    return peak
+
+
+def lifetimes(events):
+    """How often a checkpoint lived within a factor 2 of its hint, and of
+    the median of its container's earlier lifetimes (the predictor's
+    guess), among those deleted: what the traces do to the predictors."""
+    born, hint, past = {}, {}, collections.defaultdict(list)
+    n = ok_hint = ok_past = guessed = 0
+    for e in events:
+        if e.op == "create":
+            born[e.key], hint[e.key] = e.time_s, e.hint
+            continue
+        life = e.time_s - born[e.key]
+        if life <= 0:
+            continue
+        n += 1
+        ok_hint += hint[e.key] > 0 and 0.5 <= life / hint[e.key] <= 2
+        prev = past[e.container]
+        if prev:
+            guessed += 1
+            ok_past += 0.5 <= life / statistics.median(prev[-8:]) <= 2
+        prev.append(life)
+    return {"deleted": n, "hint_within_2x": ok_hint / n if n else None,
+            "history_within_2x": ok_past / guessed if guessed else None}
+
+
+# --- the run ----------------------------------------------------------------
+
+METRICS = ("creates", "failed", "host_bytes", "relocated_bytes", "write_amplification", "util_used_mean", "resets")
+
+
+def _replay(path, g, policies, chunk, reserve, cleaner):
+    outs = zns.replay_trace(path, g, policies, chunk, reserve, 0, cleaner=cleaner)
+    return {o.policy: {k: o.metrics[k] for k in METRICS} for o in outs}
+
+
+def run(r):
+    """Every seed's trace on a device of every reserve and fill under every
+    policy; the baselines' cleaner chosen on the tuning seeds (the first
+    tune_seeds), then every policy replayed on the others with it; and on
+    those, the smallest device each policy needs for the trace."""
+    s = r.s
+    doc = r.results.doc
+    g0 = s.geometry
+    doc["sweep"] = {"policies": s.policies, "fills": s.fills, "reserves": s.reserves, "seeds": s.seeds,
+                    "tune_seeds": s.tune_seeds, "cleaners": s.cleaners, "chunk": s.chunk,
+                    "traces": dict(vars(s.mix)), "device": {k: v for k, v in vars(g0).items() if k != "zones"}}
+    tdir = os.path.join(r.tmp, "traces")
+    os.makedirs(tdir, exist_ok=True)
+    traces = {}
+    for seed in range(1, s.seeds + 1):
+        events = generate(s.mix, seed)
+        path = os.path.join(tdir, f"seed{seed}.csv")
+        zns.write_trace(path, events)
+        info = zns.describe_trace(events)
+        traces[seed] = (path, peak_live(events, g0))
+        doc.setdefault("traces", {})[str(seed)] = {
+            "creates": info["creates"], "deletes": info["deletes"], "bytes": info["bytes"],
+            "peak_live_bytes": traces[seed][1], "sha256": zns.trace_digest(path), **lifetimes(events)}
+    r.results.save()
+
+    def geometry(seed, reserve, fill):
+        zones = reserve + math.ceil(traces[seed][1] / (fill * g0.zone_capacity))
+        g = zns.Geometry(**dict(vars(g0), zones=zones))
+        g.max_open, g.max_active = min(g.max_open, zones), min(g.max_active, zones)
+        return g
+
+    def add(seed, half, reserve, fill, g, cleaner_of, got, scenario="sweep"):
+        for p, m in got.items():
+            r.results.append(Cell(p, params={"reserve": reserve, "cleaner": cleaner_of(p)}, scenario=scenario,
+                                  kind_fields={"policy": p, "seed": seed, "half": half, "reserve": reserve,
+                                               "fill": fill, "zones": g.zones}).entry(metrics=m))
+
+    tune = range(1, s.tune_seeds + 1)
+    report = range(s.tune_seeds + 1, s.seeds + 1)
+    cells = [(rv, f) for rv in s.reserves for f in s.fills]
+    prog = Progress(len(tune) * len(cells) * len(s.cleaners) + len(report) * len(cells)
+                    + (len(report) * len(s.reserves) if s.min_capacity else 0))
+    with_cleaner = [p for p in s.policies if p in BASELINES_WITH_CLEANER]
+    for seed in tune:
+        for reserve, fill in cells:
+            g = geometry(seed, reserve, fill)
+            for c in s.cleaners:
+                pols = s.policies if c == s.cleaners[0] else with_cleaner
+                if not pols:
+                    continue
+                got = _replay(traces[seed][0], g, pols, s.chunk, reserve, c)
+                add(seed, "tune", reserve, fill, g, lambda p, c=c: c if p in BASELINES_WITH_CLEANER else None, got)
+                prog.step(f"tune seed {seed} reserve {reserve} fill {fill:.0%} {c}")
+    chosen = choose_cleaners(doc, s)
+    doc["chosen_cleaners"] = chosen
+    r.results.save()
+    sys.stderr.write(f"==> cleaners chosen on seeds 1-{s.tune_seeds}: {chosen}\n")
+    by_cleaner = collections.defaultdict(list)
+    for p in s.policies:
+        by_cleaner[chosen.get(p, s.cleaners[0])].append(p)
+    for seed in report:
+        for reserve, fill in cells:
+            g = geometry(seed, reserve, fill)
+            for c, pols in by_cleaner.items():
+                got = _replay(traces[seed][0], g, pols, s.chunk, reserve, c)
+                add(seed, "report", reserve, fill, g, lambda p: chosen.get(p), got)
+            prog.step(f"report seed {seed} reserve {reserve} fill {fill:.0%}")
+    if not s.min_capacity:
+        return
+    for seed in report:
+        for reserve in s.reserves:
+            for p in s.policies:
+                zones, m = min_capacity(traces[seed][0], traces[seed][1], g0, p, s.chunk, reserve,
+                                        chosen.get(p, s.cleaners[0]))
+                device = zones * g0.zone_capacity if zones else None
+                r.results.append(Cell(p, params={"reserve": reserve, "cleaner": chosen.get(p)},
+                                      scenario="min-capacity",
+                                      kind_fields={"policy": p, "seed": seed, "half": "report", "reserve": reserve,
+                                                   "fill": None, "zones": zones}).entry(
+                    metrics={"device_over_peak": round(device / traces[seed][1], 4) if device else None,
+                             **(m or {})}))
+            prog.step(f"min capacity seed {seed} reserve {reserve}")
+
+
+# The largest device min_capacity tries: usable capacity this many times
+# the peak live data (a fill of 25%).
+MAX_OVER_PEAK = 4
+
+
+def min_capacity(path, peak, g0, policy, chunk, reserve, cleaner):
+    """The fewest zones (reserve included) on which policy fails no create
+    of the trace, by bisection between the peak's zones and MAX_OVER_PEAK
+    times them (failures need not fall monotonically with capacity: this
+    is the smallest the bisection finds), and that replay's metrics; (None,
+    None) if even the largest fails."""
+    def fails(zones):
+        g = zns.Geometry(**dict(vars(g0), zones=zones))
+        g.max_open, g.max_active = min(g.max_open, zones), min(g.max_active, zones)
+        m = _replay(path, g, [policy], chunk, reserve, cleaner)[policy]
+        return m["failed"] > 0, m
+    lo = reserve + math.ceil(peak / g0.zone_capacity) - 1  # fails (or holds nothing): below the peak
+    hi = reserve + math.ceil(MAX_OVER_PEAK * peak / g0.zone_capacity)
+    bad, best = fails(hi)
+    if bad:
+        return None, None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        bad, m = fails(mid)
+        if bad:
+            lo = mid
+        else:
+            hi, best = mid, m
+    return hi, best
+
+
+def choose_cleaners(doc, s):
+    """Per baseline with a cleaner: the one with the fewest failed creates,
+    then the least write amplification, on the tuning seeds (over every
+    reserve and fill); greedy on a tie."""
+    score = collections.defaultdict(lambda: [0, 0.0, 0])
+    for e in doc["results"]:
+        if e.get("half") != "tune" or e["scenario"] != "sweep" or e["policy"] not in BASELINES_WITH_CLEANER:
+            continue
+        x = score[(e["policy"], e["params"]["cleaner"])]
+        x[0] += e["metrics"]["failed"]
+        x[1] += e["metrics"]["write_amplification"] or 1.0
+        x[2] += 1
+    out = {}
+    for p in s.policies:
+        if p not in BASELINES_WITH_CLEANER:
+            continue
+        cands = [(score[(p, c)][0], round(score[(p, c)][1], 6), c != "greedy", c) for c in s.cleaners
+                 if score[(p, c)][2]]
+        out[p] = min(cands)[3] if cands else s.cleaners[0]
+    return out
+
+
+# --- the report -------------------------------------------------------------
+
+KEY_FIELDS = ("policy", "seed", "half", "reserve", "fill")
+
+
+def cell_name(e):
+    f = "-" if e.get("fill") is None else f"{e['fill']:.0%}"
+    return f"{e['policy']} seed {e['seed']} reserve {e['reserve']} fill {f}"
+
+
+def failures(doc):
+    """None: failed creates are what a sweep measures, not failures of the run."""
+    return []
+
+
+def mean_ci(xs, level=0.95, n_boot=2000):
+    """(mean, lo, hi): the mean of xs and its percentile bootstrap interval
+    (a fixed seed: the same numbers every time)."""
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return None, None, None
+    m = statistics.fmean(xs)
+    if len(xs) == 1:
+        return m, m, m
+    rng = random.Random(1)
+    boots = sorted(statistics.fmean(rng.choices(xs, k=len(xs))) for _ in range(n_boot))
+    a = (1 - level) / 2
+    return m, boots[int(a * n_boot)], boots[min(n_boot - 1, int((1 - a) * n_boot))]
+
+
+def _cells(doc, scenario="sweep", half="report"):
+    out = collections.defaultdict(dict)  # (policy, reserve, fill) -> seed -> metrics
+    for e in doc["results"]:
+        if e["scenario"] == scenario and e.get("half") == half:
+            out[(e["policy"], e["reserve"], e["fill"])][e["seed"]] = e["metrics"]
+    return out
+
+
+def _wa(m):
+    return m["write_amplification"] if m["write_amplification"] is not None else 1.0
+
+
+def summary_table(doc):
+    sw = doc["sweep"]
+    cells = _cells(doc)
+    lines = []
+    for reserve in sw["reserves"]:
+        lines += [f"Reserve {reserve}: write amplification, mean over the report seeds [95% bootstrap interval]; "
+                  "failed creates per trace, mean.", "",
+                  "| fill | " + " | ".join(sw["policies"]) + " |", "| --- |" + " --- |" * len(sw["policies"])]
+        for fill in sw["fills"]:
+            row = [f"{fill:.0%}"]
+            for p in sw["policies"]:
+                c = cells.get((p, reserve, fill), {})
+                m, lo, hi = mean_ci([_wa(x) for x in c.values()])
+                fm = statistics.fmean(x["failed"] for x in c.values()) if c else None
+                row.append("-" if m is None else f"{m:.3f} [{lo:.3f}, {hi:.3f}]; {fm:.1f} failed")
+            lines.append("| " + " | ".join(row) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def verdicts(doc, against="zone-pack"):
+    """zone-pack against every other policy in every reserve and fill, paired
+    by seed over the report seeds: the mean difference (zone-pack's minus
+    the other's) of failed creates and of write amplification, each with
+    its 95% bootstrap interval. zone-pack 'wins' (or 'loses') on failed
+    creates when their interval excludes 0; else on write amplification
+    when its interval does, unless the mean difference of failed creates
+    goes the other way ('mixed': lower write amplification for more failed
+    creates, or the reverse); else they 'tie'. No correction for the number
+    of comparisons: a table of them is read as a pattern, not one by one."""
+    sw = doc["sweep"]
+    cells = _cells(doc)
+    out = []
+    for reserve in sw["reserves"]:
+        for fill in sw["fills"]:
+            mine = cells.get((against, reserve, fill), {})
+            for p in sw["policies"]:
+                if p == against:
+                    continue
+                other = cells.get((p, reserve, fill), {})
+                seeds = sorted(set(mine) & set(other))
+                if not seeds:
+                    continue
+                f = mean_ci([mine[k]["failed"] - other[k]["failed"] for k in seeds])
+                w = mean_ci([_wa(mine[k]) - _wa(other[k]) for k in seeds])
+                v, on = "ties", ""
+                if f[1] > 0 or f[2] < 0:
+                    v, on = ("wins" if f[0] < 0 else "loses"), "failed creates"
+                elif w[1] > 0 or w[2] < 0:
+                    v, on = ("wins" if w[0] < 0 else "loses"), "write amplification"
+                    if f[0] != 0 and (f[0] < 0) != (w[0] < 0):
+                        v = "mixed"  # the other way on failed creates, if not significantly
+                out.append({"reserve": reserve, "fill": fill, "policy": p, "n": len(seeds),
+                            "failed_diff": list(f), "wa_diff": list(w), "verdict": v, "on": on})
+    return out
+
+
+def safe_fill_table(doc):
+    """Per reserve and policy: the device (every zone) over the peak live
+    data at the largest swept fill at which the policy fails no create,
+    nor at any smaller fill, per report seed; mean [95% bootstrap
+    interval], and how many seeds failed even at the smallest fill."""
+    sw = doc["sweep"]
+    cells = _cells(doc)
+    cap = sw["device"]["zone_capacity"]
+    lines = ["| reserve | " + " | ".join(sw["policies"]) + " |", "| --- |" + " --- |" * len(sw["policies"])]
+    for reserve in sw["reserves"]:
+        row = [str(reserve)]
+        for p in sw["policies"]:
+            xs, none = [], 0
+            seeds = sorted(set().union(*(cells.get((p, reserve, f), {}).keys() for f in sw["fills"])))
+            for seed in seeds:
+                peak = doc["traces"][str(seed)]["peak_live_bytes"]
+                best = None
+                for f in sorted(sw["fills"]):
+                    m = cells.get((p, reserve, f), {}).get(seed)
+                    if m is None or m["failed"] > 0:
+                        break
+                    best = f
+                if best is None:
+                    none += 1
+                    continue
+                zones = next(e["zones"] for e in doc["results"] if e["scenario"] == "sweep" and e["policy"] == p
+                             and e["seed"] == seed and e["reserve"] == reserve and e["fill"] == best
+                             and e.get("half") == "report")
+                xs.append(zones * cap / peak)
+            m, lo, hi = mean_ci(xs)
+            cell = "-" if m is None else f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+            if none:
+                cell += f" ({none} fail at {min(sw['fills']):.0%})"
+            row.append(cell)
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def min_capacity_table(doc):
+    sw = doc["sweep"]
+    cells = _cells(doc, "min-capacity")
+    lines = ["| reserve | " + " | ".join(sw["policies"]) + " |", "| --- |" + " --- |" * len(sw["policies"])]
+    for reserve in sw["reserves"]:
+        row = [str(reserve)]
+        for p in sw["policies"]:
+            c = cells.get((p, reserve, None), {})
+            xs = [x.get("device_over_peak") for x in c.values()]
+            none = sum(1 for x in xs if x is None)
+            m, lo, hi = mean_ci(xs)
+            cell = "-" if m is None else f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+            if none:
+                cell += f" ({none} above {MAX_OVER_PEAK}x)"
+            row.append(cell)
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def write(outdir, doc):
+    sw = doc["sweep"]
+    plots = plot(doc, outdir)
+    vs = verdicts(doc)
+    ts = doc.get("traces", {})
+    hint_ok = [t["hint_within_2x"] for t in ts.values() if t.get("hint_within_2x") is not None]
+    past_ok = [t["history_within_2x"] for t in ts.values() if t.get("history_within_2x") is not None]
+    tm = sw["traces"]
+    g = sw["device"]
+    md = header(doc, "a deterministic replay (no daemons)") + [
+        f"- traces: {sw['seeds']} seeds (1-{sw['tune_seeds']} tune the baselines' cleaner, "
+        f"{sw['tune_seeds'] + 1}-{sw['seeds']} are reported); each {tm['containers']} containers of "
+        f"{', '.join(tm['memory'])}, intervals {', '.join(f'{x:g}' for x in tm['intervals_s'])} s, keeping "
+        f"{', '.join(map(str, tm['keeps']))}, over {tm['duration_s']:g} s; {tm['misfit']:.0%} of containers change "
+        f"retention or interval partway, {tm.get('irregular', 0):.0%} checkpoint at random times (exponential gaps), "
+        f"{tm['pin']:.0%} of checkpoints pinned 4-16 declared lifetimes; "
+        f"lifetimes within 2x of the hint: {statistics.fmean(hint_ok):.0%} of deleted checkpoints, of the "
+        f"container's past median: {statistics.fmean(past_ok):.0%} (means over the traces)",
+        f"- device: zones of {units.human_size(g['zone_size'])} (capacity {units.human_size(g['zone_capacity'])}), "
+        f"max open {g['max_open']}, max active {g['max_active']}, {g['block']}-byte blocks; zones = reserve + "
+        "ceil(peak live / (fill x zone capacity)), so fill is the trace's peak live data over the zones outside "
+        "the reserve",
+        f"- reserves {', '.join(map(str, sw['reserves']))}; fills {', '.join(f'{f:.0%}' for f in sw['fills'])}; "
+        f"cleaners chosen on the tuning seeds: "
+        + ", ".join(f"{p} {c}" for p, c in doc.get("chosen_cleaners", {}).items()),
+        "", "## Write amplification and failed creates", "", summary_table(doc),
+        "Write amplification: (host + relocated) / host bytes. A failed create stores nothing and the trace "
+        "goes on, so a policy that fails creates writes less: read write amplification beside failed creates.",
+        ""]
+    for p in plots:
+        md += [f"![{p}]({p})", ""]
+    md += ["## zone-pack against each policy", "",
+           "Paired by seed over the report seeds: the mean difference, zone-pack's minus the other's (negative: "
+           "zone-pack lower), [95% bootstrap interval]. zone-pack wins or loses on failed creates where their "
+           "interval excludes 0, else on write amplification where its interval does (mixed: the mean of failed "
+           "creates goes the other way); else a tie. No correction for the number of comparisons.", "",
+           "| reserve | fill | against | verdict | on | failed creates (diff) | write amplification (diff) |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for v in vs:
+        f, w = v["failed_diff"], v["wa_diff"]
+        md.append(f"| {v['reserve']} | {v['fill']:.0%} | {v['policy']} | {v['verdict']} | {v['on'] or '-'} | "
+                  f"{f[0]:+.2f} [{f[1]:+.2f}, {f[2]:+.2f}] | {w[0]:+.4f} [{w[1]:+.4f}, {w[2]:+.4f}] |")
+    count = collections.Counter((v["policy"], v["verdict"]) for v in vs)
+    md += ["", "In all: " + "; ".join(
+        f"against {p}: {count[(p, 'wins')]} wins, {count[(p, 'ties')]} ties, {count[(p, 'mixed')]} mixed, "
+        f"{count[(p, 'loses')]} losses"
+        for p in sw["policies"] if p != "zone-pack") + ".", ""]
+    md += ["## The smallest device each policy needs", "",
+           "From the sweep itself: the device's capacity (every zone, the reserve's too) over the trace's peak "
+           "live data at the largest swept fill at which the policy fails no create (nor at a smaller one), "
+           "mean over the report seeds [95% bootstrap interval]: an upper bound of the smallest device, to the "
+           "grid of fills.", "", safe_fill_table(doc), ""]
+    mins = {(e["seed"], e["reserve"]) for e in doc["results"] if e["scenario"] == "min-capacity"}
+    if mins:
+        md += ["By bisection over the zone count (" + f"{len(mins)} seed and reserve pairs):", "",
+               "the fewest zones on which the policy fails no create, the same ratio; 1.0 would be a device "
+               "exactly as large as the peak.", "", min_capacity_table(doc), ""]
+    with open(os.path.join(outdir, "report.md"), "w") as f:
+        f.write("\n".join(md))
+    with open(os.path.join(outdir, "verdicts.json"), "w") as f:
+        json.dump(vs, f, indent=1)
+    return doc
+
+
+COLOURS = {"shared-log": "tab:gray", "zone-aware": "tab:brown", "multi-log": "tab:blue", "zone-tail": "tab:olive",
+           "zone-pack": "tab:red", "hint-log": "tab:green", "oracle": "black"}
+
+
+def plot(doc, outdir):
+    """zns-sweep-wa.png: write amplification against fill, a panel per
+    reserve, a line per policy with its interval; zns-sweep-failed.png: the
+    failed creates the same way."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    sw = doc["sweep"]
+    cells = _cells(doc)
+    out = []
+    for name, fn, ylabel in (("zns-sweep-wa.png", _wa, "write amplification"),
+                             ("zns-sweep-failed.png", lambda m: m["failed"], "failed creates per trace")):
+        fig, axes = plt.subplots(1, len(sw["reserves"]), figsize=(4.2 * len(sw["reserves"]), 3.6), sharey=True,
+                                 squeeze=False)
+        for ax, reserve in zip(axes[0], sw["reserves"]):
+            for p in sw["policies"]:
+                pts = [(f, *mean_ci([fn(x) for x in cells.get((p, reserve, f), {}).values()])) for f in sw["fills"]]
+                pts = [x for x in pts if x[1] is not None]
+                if not pts:
+                    continue
+                xs = [100 * x[0] for x in pts]
+                ax.plot(xs, [x[1] for x in pts], marker="o", ms=3, label=p, color=COLOURS.get(p))
+                ax.fill_between(xs, [x[2] for x in pts], [x[3] for x in pts], alpha=0.15, color=COLOURS.get(p))
+            ax.set_title(f"reserve {reserve}")
+            ax.set_xlabel("fill: peak live / usable capacity (%)")
+            ax.grid(alpha=0.3)
+        axes[0][0].set_ylabel(ylabel)
+        axes[0][-1].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, name), dpi=90)
+        plt.close(fig)
+        out.append(name)
+    return out

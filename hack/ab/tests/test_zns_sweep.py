@@ -1,0 +1,209 @@
+"""kind = "zns-sweep": its traces, its suite file, the choice of the
+baselines' cleaner on the tuning seeds, the verdicts, and a small sweep run
+through the replayer end to end."""
+import contextlib
+import io
+import json
+import os
+import statistics
+import tempfile
+import textwrap
+import unittest
+
+from ab import report, runner, suite, zns
+from ab.kinds import zns_sweep
+
+MiB = 1 << 20
+
+SWEEP = """\
+name = "s"
+kind = "zns-sweep"
+
+[sweep]
+policies = ["shared-log", "zone-pack", "oracle"]
+fills = ["60%", "95%"]
+reserves = [0, 2]
+seeds = 4
+tune_seeds = 2
+
+[traces]
+containers = 4
+memory = ["8MiB", "16MiB"]
+intervals = ["1m", "2m"]
+keeps = [1, 2]
+duration = "20m"
+
+[device]
+zone_size = "8MiB"
+max_open = 6
+max_active = 6
+"""
+
+
+class TraceTest(unittest.TestCase):
+    def test_same_seed_same_trace_and_it_replays(self):
+        m = zns_sweep.TraceMix(containers=6, duration_s=3600)
+        a, b = zns_sweep.generate(m, 3), zns_sweep.generate(m, 3)
+        self.assertEqual(a, b)
+        self.assertNotEqual(a, zns_sweep.generate(m, 4))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.csv")
+            zns.write_trace(path, a)
+            back = zns.read_trace(path)  # a valid trace: times in order, deletes of live checkpoints
+        self.assertEqual([(e.time_s, e.op, e.key, e.bytes, e.hint) for e in a],
+                         [(e.time_s, e.op, e.key, e.bytes, e.hint) for e in back])
+        self.assertTrue(all(e.hint > 0 for e in a if e.op == "create"))
+
+    def test_containers_are_not_in_lockstep(self):
+        es = zns_sweep.generate(zns_sweep.TraceMix(containers=8, irregular=0.0, misfit=0.0, pin=0.0,
+                                                   skip=0.0), 1)
+        times = {e.time_s for e in es if e.op == "create"}
+        creates = sum(1 for e in es if e.op == "create")
+        self.assertGreater(len(times), creates * 0.8)  # most creates alone at their time
+
+    def test_misfits_irregulars_and_pins_break_the_predictors(self):
+        calm = zns_sweep.TraceMix(containers=10, misfit=0.0, irregular=0.0, pin=0.0, skip=0.0)
+        rough = zns_sweep.TraceMix(containers=10, misfit=0.5, irregular=0.5, pin=0.1, skip=0.0)
+        lt = lambda m: [zns_sweep.lifetimes(zns_sweep.generate(m, s)) for s in range(1, 6)]
+        c, r = lt(calm), lt(rough)
+        # Without them, lifetimes are what the hint says (interval x keep)
+        # and what the container's past says.
+        self.assertEqual(statistics.fmean(x["hint_within_2x"] for x in c), 1.0)
+        self.assertGreater(statistics.fmean(x["history_within_2x"] for x in c), 0.99)
+        self.assertLess(statistics.fmean(x["hint_within_2x"] for x in r), 0.8)
+        self.assertLess(statistics.fmean(x["history_within_2x"] for x in r), 0.95)
+
+    def test_peak_live(self):
+        g = zns.Geometry(block=4096)
+        es = [zns.Event(0, "create", "a", "1", 5000), zns.Event(0, "create", "b", "1", 4096),
+              zns.Event(0, "delete", "a", "1"), zns.Event(1, "create", "a", "2", 1)]
+        self.assertEqual(zns_sweep.peak_live(es, g), 8192 + 4096)
+
+
+class SuiteTest(unittest.TestCase):
+    def load(self, text):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s.toml")
+            with open(path, "w") as f:
+                f.write(textwrap.dedent(text))
+            return suite.load(path)
+
+    def error(self, text):
+        with self.assertRaises(suite.SuiteError) as cm:
+            self.load(text)
+        return str(cm.exception)
+
+    def test_good(self):
+        s = self.load(SWEEP)
+        self.assertEqual((s.kind, s.needs_hosts, s.seeds, s.tune_seeds), ("zns-sweep", False, 4, 2))
+        self.assertEqual((s.fills, s.reserves, s.cleaners), ([0.6, 0.95], [0, 2], ["greedy", "cost-benefit"]))
+        self.assertEqual((s.geometry.zone_size, s.geometry.zone_capacity), (8 * MiB, 8 * MiB))
+        self.assertEqual((s.mix.containers, s.mix.intervals_s, s.mix.duration_s), (4, [60.0, 120.0], 1200.0))
+
+    def test_errors_name_the_line(self):
+        for old, new, want in (
+            ('fills = ["60%", "95%"]', 'fills = ["60%", "0%"]', r":6: fills: want above 0% and at most 100%"),
+            ("reserves = [0, 2]", "reserves = [-1]", r":7: reserves: want zone counts >= 0"),
+            ("tune_seeds = 2", "tune_seeds = 4", r":9: tune_seeds: want 1 to seeds - 1 \(3\)"),
+            ('"oracle"]', '"oracle", "log"]', r":5: policies: 'log' is not one of"),
+            ("keeps = [1, 2]", "keeps = [0]", r":15: keeps: want counts >= 1"),
+            ('duration = "20m"', 'duration = "20m"\nmisfit = "100%"', r":17: misfit: want 0% to below 100%"),
+            ('zone_size = "8MiB"', 'zone_size = "8MiB"\nzone_capacity = "9MiB"', r":20: zone_capacity: capacity 9MiB"),
+            ("[sweep]", "geometry = 1\n[sweep]", r":4: geometry belongs to zns suites, not zns-sweep"),
+        ):
+            with self.subTest(want=want):
+                self.assertRegex(self.error(SWEEP.replace(old, new)), want)
+        zns_suite = 'name = "z"\nkind = "zns"\n[sweep]\nseeds = 2\n'
+        self.assertRegex(self.error(zns_suite), r"sweep belongs to zns-sweep suites, not zns")
+
+
+def entry(policy, seed, half, reserve, fill, failed, wa, cleaner=None):
+    return {"scenario": "sweep", "policy": policy, "seed": seed, "half": half, "reserve": reserve, "fill": fill,
+            "params": {"reserve": reserve, "cleaner": cleaner},
+            "metrics": {"failed": failed, "write_amplification": wa}}
+
+
+class ChoiceAndVerdictTest(unittest.TestCase):
+    def test_cleaner_chosen_on_the_tuning_seeds_only(self):
+        s = zns_sweep.Suite(path="", name="s", kind="zns-sweep", repetitions=1, policies=["shared-log", "oracle"],
+                            cleaners=["greedy", "cost-benefit"])
+        res = [entry("shared-log", 1, "tune", 0, 0.9, 0, 1.2, "greedy"),
+               entry("shared-log", 1, "tune", 0, 0.9, 0, 1.1, "cost-benefit"),
+               entry("oracle", 1, "tune", 0, 0.9, 1, 1.0, "cost-benefit"),
+               entry("oracle", 1, "tune", 0, 0.9, 0, 1.3, "greedy"),
+               # what the report seeds say does not count
+               entry("shared-log", 3, "report", 0, 0.9, 0, 1.0, "greedy")]
+        self.assertEqual(zns_sweep.choose_cleaners({"results": res}, s),
+                         {"shared-log": "cost-benefit", "oracle": "greedy"})
+        res.append(entry("shared-log", 2, "tune", 0, 0.9, 0, 1.0, "greedy"))
+        res.append(entry("shared-log", 2, "tune", 0, 0.9, 0, 1.1, "cost-benefit"))
+        self.assertEqual(zns_sweep.choose_cleaners({"results": res}, s)["shared-log"], "greedy")  # a tie
+
+    def test_verdicts(self):
+        res = []
+        for seed in range(11, 21):
+            res += [entry("zone-pack", seed, "report", 0, 0.9, 0, 1.01),
+                    entry("shared-log", seed, "report", 0, 0.9, 0, 1.10 + seed / 1000),  # zone-pack lower
+                    entry("multi-log", seed, "report", 0, 0.9, 2, 1.00),  # more failures
+                    entry("oracle", seed, "report", 0, 0.9, 0, 1.01 + (0.001 if seed % 2 else -0.001))]
+        doc = {"results": res, "sweep": {"reserves": [0], "fills": [0.9],
+                                         "policies": ["shared-log", "multi-log", "zone-pack", "oracle"]}}
+        got = {v["policy"]: (v["verdict"], v["on"]) for v in zns_sweep.verdicts(doc)}
+        self.assertEqual(got, {"shared-log": ("wins", "write amplification"), "multi-log": ("wins", "failed creates"),
+                               "oracle": ("ties", "")})
+        for e in res:
+            if e["policy"] == "multi-log":
+                e["metrics"]["failed"] = 0
+        got = {v["policy"]: v["verdict"] for v in zns_sweep.verdicts(doc)}
+        self.assertEqual(got["multi-log"], "loses")  # its WA 1.00 under zone-pack's 1.01
+        for e in res:  # zone-pack fails one more create on two seeds: lower WA for more failures
+            if e["policy"] == "zone-pack" and e["seed"] in (11, 12):
+                e["metrics"]["failed"] = 1
+        got = {v["policy"]: v["verdict"] for v in zns_sweep.verdicts(doc)}
+        self.assertEqual(got["shared-log"], "mixed")
+
+    def test_mean_ci(self):
+        m, lo, hi = zns_sweep.mean_ci([1.0, 2.0, 3.0, 4.0])
+        self.assertEqual(m, 2.5)
+        self.assertTrue(1.0 <= lo < 2.5 < hi <= 4.0)
+        self.assertEqual(zns_sweep.mean_ci([]), (None, None, None))
+
+
+class RunTest(unittest.TestCase):
+    def test_small_sweep_end_to_end(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s.toml")
+            with open(path, "w") as f:
+                f.write(SWEEP)
+            out = os.path.join(d, "out")
+            os.makedirs(out)
+            with contextlib.redirect_stderr(io.StringIO()):
+                self.assertTrue(runner.Runner(suite.load(path), out).run())
+            report.write(out)
+            doc = report.load(out)
+            sweep = [e for e in doc["results"] if e["scenario"] == "sweep"]
+            # tune: 2 seeds x 4 cells x (3 policies greedy + 2 with cost-benefit); report: 2 x 4 x 3
+            self.assertEqual(len(sweep), 2 * 4 * 5 + 2 * 4 * 3)
+            self.assertEqual(set(doc["chosen_cleaners"]), {"shared-log", "oracle"})
+            for e in sweep:
+                peak = doc["traces"][str(e["seed"])]["peak_live_bytes"]
+                usable = (e["zones"] - e["reserve"]) * 8 * MiB
+                self.assertLessEqual(peak / usable, e["fill"] + 1e-9)  # the device holds the fill
+                self.assertGreater(peak / (usable - 8 * MiB), e["fill"])  # and no zone more
+            mins = [e for e in doc["results"] if e["scenario"] == "min-capacity"]
+            self.assertEqual(len(mins), 2 * 2 * 3)
+            for e in mins:
+                self.assertGreaterEqual(e["metrics"]["device_over_peak"], 1.0)
+                self.assertEqual(e["metrics"]["failed"], 0)
+            with open(os.path.join(out, "report.md")) as f:
+                md = f.read()
+            self.assertIn("## zone-pack against each policy", md)
+            self.assertIn("## The smallest device each policy needs", md)
+            with open(os.path.join(out, "verdicts.json")) as f:
+                self.assertEqual(len(json.load(f)), 2 * 2 * 2)
+            for png in ("zns-sweep-wa.png", "zns-sweep-failed.png"):
+                self.assertGreater(os.path.getsize(os.path.join(out, png)), 1000)
+
+
+if __name__ == "__main__":
+    unittest.main()
