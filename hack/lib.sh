@@ -44,28 +44,31 @@ abgit() {
 		git -c core.autocrlf=false -c advice.detachedHead=false "$@"
 }
 
-# module_download VERSION: `go mod download -json` of the upstream module at
-# VERSION (the go command checks it against the checksum database).
+# module_download VERSION [MODULE]: `go mod download -json` of MODULE (the
+# upstream module by default) at VERSION (the go command checks it against the
+# checksum database).
 module_download() {
+	local module=${2:-$UPSTREAM_MODULE}
 	command -v jq >/dev/null || die "upstream: jq is required (hack/install-deps.sh installs it)"
-	log "upstream: fetching Go module $UPSTREAM_MODULE@$1"
-	GOFLAGS=-mod=mod go mod download -json "$UPSTREAM_MODULE@$1" ||
-		die "upstream: go mod download $UPSTREAM_MODULE@$1 failed (is the Go module proxy reachable?)"
+	log "upstream: fetching Go module $module@$1"
+	GOFLAGS=-mod=mod go mod download -json "$module@$1" ||
+		die "upstream: go mod download $module@$1 failed (is the Go module proxy reachable?)"
 }
 
-# module_tree VERSION SUM DEST SUBJECT BODY: the module's tree at VERSION, its
+# module_tree VERSION SUM DEST SUBJECT BODY [MODULE]: the tree of MODULE (the
+# upstream module by default) at VERSION, its
 # go.sum hash checked against SUM (empty: not checked), committed into DEST as
 # branch "upstream" (a new repository, or a commit on top of DEST's HEAD), with
 # the module's time as commit date so the commit is the same everywhere.
 module_tree() {
-	local version=$1 want=$2 dest=$3 json dir sum mtime origin
-	json=$(module_download "$version")
+	local version=$1 want=$2 dest=$3 module=${6:-$UPSTREAM_MODULE} json dir sum mtime origin
+	json=$(module_download "$version" "$module")
 	dir=$(jq -r .Dir <<<"$json")
 	sum=$(jq -r .Sum <<<"$json")
 	[ -z "$want" ] || [ "$sum" = "$want" ] ||
 		die "upstream: module hash mismatch for $version: got $sum, pinned $want"
 	origin=$(jq -r '.Origin.Hash // empty' <<<"$json")
-	[ -z "$origin" ] || [ "$origin" = "$UPSTREAM_COMMIT" ] || [ "$version" != "$UPSTREAM_MODULE_VERSION" ] ||
+	[ -z "$origin" ] || [ "$module" != "$UPSTREAM_MODULE" ] || [ "$origin" = "$UPSTREAM_COMMIT" ] || [ "$version" != "$UPSTREAM_MODULE_VERSION" ] ||
 		warn "upstream: module origin is $origin, pinned $UPSTREAM_COMMIT"
 	mtime=$(jq -r .Time "$(jq -r .Info <<<"$json")")
 	log "upstream: $sum; copying $dir"

@@ -43,23 +43,9 @@ series_files() {
 # as branch "upstream" with the module's time as date (the same commit
 # everywhere).
 upstream_tree() {
-	local dest=$1 json dir sum mtime
-	command -v jq >/dev/null || die "containerd: jq is required"
-	log "containerd: fetching Go module $CTRD_MODULE@$CTRD_VERSION"
-	json=$(cd "$AB_ROOT" && GOFLAGS=-mod=mod go mod download -json "$CTRD_MODULE@$CTRD_VERSION") ||
-		die "containerd: go mod download $CTRD_MODULE@$CTRD_VERSION failed (is the Go module proxy reachable?)"
-	dir=$(jq -r .Dir <<<"$json")
-	sum=$(jq -r .Sum <<<"$json")
-	[ "$sum" = "$CTRD_SUM" ] || die "containerd: module hash mismatch: got $sum, pinned $CTRD_SUM"
-	mtime=$(jq -r .Time "$(jq -r .Info <<<"$json")")
-	rm -rf "$dest"
-	mkdir -p "$dest"
-	abgit -C "$dest" init -q -b upstream
-	cp -a "$dir/." "$dest/"
-	chmod -R u+w "$dest"
-	abgit -C "$dest" add -A -f .
-	GIT_AUTHOR_DATE=$mtime GIT_COMMITTER_DATE=$mtime \
-		abgit -C "$dest" commit -q -m "containerd $CTRD_VERSION" -m "The Go module $CTRD_MODULE@$CTRD_VERSION ($sum)."
+	rm -rf "$1"
+	module_tree "$CTRD_VERSION" "$CTRD_SUM" "$1" "containerd $CTRD_VERSION" \
+		"The Go module $CTRD_MODULE@$CTRD_VERSION ($CTRD_SUM)." "$CTRD_MODULE"
 }
 
 # unexported: whether build/containerd holds changes that patches/containerd/
