@@ -445,6 +445,12 @@ def mean_ci(xs, level=0.95, n_boot=2000):
     return m, boots[int(a * n_boot)], boots[min(n_boot - 1, int((1 - a) * n_boot))]
 
 
+def ci_text(xs):
+    """'mean [lo, hi]' of xs (mean_ci) to 3 decimals, or '-' when xs has no value."""
+    m, lo, hi = mean_ci(xs)
+    return "-" if m is None else f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
 def _cells(doc, scenario="sweep", half="report"):
     out = collections.defaultdict(dict)  # (policy, reserve, fill) -> seed -> metrics
     for e in doc["results"]:
@@ -469,9 +475,8 @@ def summary_table(doc):
             row = [f"{fill:.0%}"]
             for p in sw["policies"]:
                 c = cells.get((p, reserve, fill), {})
-                m, lo, hi = mean_ci([_wa(x) for x in c.values()])
-                fm = statistics.fmean(x["failed"] for x in c.values()) if c else None
-                row.append("-" if m is None else f"{m:.3f} [{lo:.3f}, {hi:.3f}]; {fm:.1f} failed")
+                wa = ci_text([_wa(x) for x in c.values()])
+                row.append(wa if wa == "-" else f"{wa}; {statistics.fmean(x['failed'] for x in c.values()):.1f} failed")
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -543,8 +548,7 @@ def safe_fill_table(doc):
                              and e["seed"] == seed and e["reserve"] == reserve and e["fill"] == best
                              and e.get("half") == "report")
                 xs.append(zones * cap / peak)
-            m, lo, hi = mean_ci(xs)
-            cell = "-" if m is None else f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+            cell = ci_text(xs)
             if none:
                 cell += f" ({none} fail at {min(sw['fills']):.0%})"
             row.append(cell)
@@ -562,8 +566,7 @@ def min_capacity_table(doc):
             c = cells.get((p, reserve, None), {})
             xs = [x.get("device_over_peak") for x in c.values()]
             none = sum(1 for x in xs if x is None)
-            m, lo, hi = mean_ci(xs)
-            cell = "-" if m is None else f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+            cell = ci_text(xs)
             if none:
                 cell += f" ({none} above {MAX_OVER_PEAK}x)"
             row.append(cell)
