@@ -202,3 +202,19 @@ veth_to_reg() {
 	ip -n "$ns" link set "ab-$f-up$sfx" up
 	ip -n "$REG_NS" link set "ab-$f-reg$sfx" up
 }
+
+# export_series TREE BASE OUT HEADER: TREE's commits after BASE as `git
+# format-patch` files in OUT, and OUT/series (HEADER, then their names in
+# order); the same bytes on every machine, so that a diff of a series shows
+# only real changes.
+export_series() {
+	local tree=$1 base=$2 out=$3 header=$4
+	mkdir -p "$out"
+	abgit -C "$tree" -c diff.noprefix=false -c diff.renames=true -c core.abbrev=12 \
+		format-patch -q --zero-commit --no-signature --no-numbered --full-index \
+		--no-binary --encode-email-headers -o "$out" "$base..HEAD" >/dev/null
+	{
+		echo "$header"
+		(cd "$out" && ls -1 -- *.patch 2>/dev/null) || true
+	} >"$out/series"
+}

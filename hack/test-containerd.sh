@@ -81,15 +81,7 @@ cmd_apply() {
 }
 
 export_from() { # tree outdir
-	local tree=$1 out=$2
-	mkdir -p "$out"
-	abgit -C "$tree" -c diff.noprefix=false -c diff.renames=true -c core.abbrev=12 \
-		format-patch -q --zero-commit --no-signature --no-numbered --full-index \
-		--no-binary --encode-email-headers -o "$out" upstream..HEAD >/dev/null
-	{
-		echo "$SERIES_HEADER"
-		(cd "$out" && ls -1 -- *.patch 2>/dev/null) || true
-	} >"$out/series"
+	export_series "$1" upstream "$2" "$SERIES_HEADER"
 }
 
 cmd_export() {
