@@ -86,6 +86,20 @@ module_tree() {
 		abgit -C "$dest" commit -q --allow-empty -m "$4" -m "$5"
 }
 
+# vendor_tree DEST: add the module tree's vendor/ (`go mod vendor`, what
+# upstream's hack/vendor.sh commits beside the code; the module zip leaves it
+# out) to DEST's last commit, keeping its dates. The daemon builds from it, so
+# the series can carry a change to a vendored module as upstream would.
+vendor_tree() {
+	local dest=$1 date
+	log "upstream: go mod vendor"
+	(cd "$dest" && GOFLAGS=-mod=mod go mod vendor) || die "upstream: go mod vendor failed in $dest"
+	abgit -C "$dest" add -A -f vendor
+	date=$(abgit -C "$dest" log -1 --format=%aI)
+	GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date \
+		abgit -C "$dest" commit -q --amend --no-edit --allow-empty
+}
+
 # run_memholder NAME MiB: start a memory holder (build/images/memholder.tar) on
 # the daemon DOCKER_HOST names, and wait until it has filled its memory.
 run_memholder() {

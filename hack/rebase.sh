@@ -42,6 +42,7 @@ make_tree() { # tree version
 	abgit -C "$tree" checkout -q -b upstream old-upstream
 	module_tree "$version" "" "$tree" "upstream: $UPSTREAM_MODULE@$version" \
 		"Tree of $UPSTREAM_MODULE@$version, on top of the pinned $UPSTREAM_MODULE_VERSION so that git am -3 finds the old blobs."
+	vendor_tree "$tree"
 	abgit -C "$tree" tag -f upstream-base >/dev/null
 	abgit -C "$tree" checkout -q -b patched
 	echo "$version" >"$tree/$STATE"

@@ -8,7 +8,10 @@
 #            applied with git am (branch "patched")
 #   export   write build/containerd's commits on top of upstream back to
 #            patches/containerd/ (byte-stable, as hack/patches.sh does)
-#   check    apply, then the export reproduces patches/containerd/ byte for byte
+#   check    apply, then the export reproduces patches/containerd/ byte for byte,
+#            and the moby series carries each of its patches on the vendored
+#            containerd (patches/*-vendor-containerd-*) as the same diff
+#            without the tests
 #   test     (default) check, then `go test -race ./core/remotes/docker/...`
 #            in the tree and each fuzz target below for FUZZTIME (10s) each
 #
@@ -100,6 +103,45 @@ cmd_check() {
 	diff -ru "$CTRD_PATCHES" "$tmp" >&2 ||
 		die "containerd: exporting the applied series does not reproduce patches/containerd/ byte for byte"
 	log "containerd: the export reproduces patches/containerd/"
+	vendored_check
+}
+
+# diffs PATCH [PREFIX]: the diffs of a format-patch file, without those of
+# test files, with PREFIX put before every path (and without the hunks'
+# function context, which the two trees' git attributes find differently).
+diffs() {
+	python3 - "$1" "${2:-}" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+body = text[text.index("\ndiff --git ") + 1:]
+body = re.sub(r"\n-- \n[^\n]*\n*$", "\n", body)  # the signature
+pre = sys.argv[2]
+for sec in re.split(r"(?m)^(?=diff --git )", body):
+    if not sec or re.match(r"diff --git a/\S*_test\.go ", sec):
+        continue
+    sec = re.sub(r"(?m)^(diff --git a/)(\S+) b/(\S+)$", lambda m: f"{m[1]}{pre}{m[2]} b/{pre}{m[3]}", sec)
+    sec = re.sub(r"(?m)^(--- a/|\+\+\+ b/)", lambda m: m[1] + pre, sec)
+    sec = re.sub(r"(?m)^(@@ [^@]* @@).*$", r"\1", sec)
+    sys.stdout.write(sec)
+PY
+}
+
+# vendored_check: the moby series' vendor patches are patches/containerd/,
+# one for one, on vendor/github.com/containerd/containerd/v2/.
+vendored_check() {
+	local ours=() vend=() p i
+	mapfile -t ours < <(series_files)
+	while read -r p; do
+		grep -q '^Subject: \[PATCH\] vendor: containerd ' "$AB_ROOT/patches/$p" && vend+=("$AB_ROOT/patches/$p")
+	done < <(grep -v -e '^#' -e '^[[:space:]]*$' "$AB_ROOT/patches/series")
+	[ ${#vend[@]} = ${#ours[@]} ] ||
+		die "containerd: patches/containerd/ has ${#ours[@]} patch(es), the moby series carries ${#vend[@]} on the vendored containerd"
+	for i in "${!ours[@]}"; do
+		if ! diff -u <(diffs "$CTRD_PATCHES/${ours[i]}" vendor/github.com/containerd/containerd/v2/) <(diffs "${vend[i]}") >&2; then
+			die "containerd: ${vend[i]##*/} does not carry ${ours[i]} (regenerate it from build/containerd; docs/containerd-fetcher.md)"
+		fi
+	done
+	log "containerd: the moby series carries patches/containerd/ on its vendored copy"
 }
 
 cmd_test() {

@@ -30,7 +30,7 @@ while read -r pkg name; do
 	# One target at a time: -fuzz takes a single target per package run. A
 	# failing input is written under the package's testdata/fuzz/, where
 	# `go test -run $name/<file>` replays it.
-	if ! GOFLAGS=-mod=mod go test -tags "$GO_BUILDTAGS" -count=1 -run '^$' \
+	if ! go test -tags "$GO_BUILDTAGS" -count=1 -run '^$' \
 		-fuzz "^$name\$" -fuzztime "$FUZZTIME" -parallel 2 "$pkg"; then
 		failed+=("$pkg $name")
 	fi

@@ -46,4 +46,4 @@ race=()
 [ "${UNIT_RACE:-1}" = 0 ] || race=(-race)
 go test "${race[@]}" -tags "$GO_BUILDTAGS" -count=1 -run '^$' "${pkgs[@]}" >/dev/null
 unshare --net -- sh -c 'ip link set lo up && sysctl -qw net.ipv4.ip_forward=1 && exec "$@"' sh \
-	env GOPROXY=off GOFLAGS=-mod=mod go test "${race[@]}" -tags "$GO_BUILDTAGS" -count=1 "$@" "${pkgs[@]}"
+	env GOPROXY=off go test "${race[@]}" -tags "$GO_BUILDTAGS" -count=1 "$@" "${pkgs[@]}"
