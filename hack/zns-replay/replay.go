@@ -73,6 +73,7 @@ type params struct {
 	GCReserve int    `json:"gc_reserve"` // zones' capacity no host data may take (reserve.go)
 	Heads     int    `json:"heads"`      // the multi-head logs' host heads; 0: the open limit less one
 	Cleaner   string `json:"cleaner"`    // the logs' victim rule: greedy or cost-benefit
+	Costs     costs  `json:"costs"`      // the device's time model (timing.go)
 }
 
 // cleaners are the victim rules of the logs' collector (cleaner.go).
@@ -90,6 +91,7 @@ func (p params) problems(g geometry) []string {
 	if p.GCReserve < 0 || p.GCReserve >= g.Zones {
 		out = append(out, fmt.Sprintf("gc-reserve: want 0 to %d zones, got %d", g.Zones-1, p.GCReserve))
 	}
+	out = append(out, p.Costs.problems()...)
 	if !slices.Contains(cleaners, p.Cleaner) {
 		out = append(out, fmt.Sprintf("cleaner: want one of %s, got %q", strings.Join(cleaners, ", "), p.Cleaner))
 	}
@@ -106,6 +108,7 @@ type image struct {
 	bytes, padded         int64
 	remaining             int64
 	extents               []*extent
+	act                   actor // its clock in the time model
 
 	zones   []int         // zone-aware, zone-tail: the zones it owns, in order
 	tail    []tailPart    // zone-tail: where its tail goes
@@ -174,6 +177,8 @@ type base struct {
 	gcRuns   int
 	stored   int64 // the trace's bytes of the images written whole
 	now      float64
+	// The time model's: every stored create's latency and stall.
+	latency, stall []float64
 }
 
 func newBase(g geometry) *base {
@@ -288,7 +293,9 @@ func createGroup(p placement, events []event, chunk int64) error {
 		im := &image{container: e.Container, checkpoint: e.Checkpoint, created: e.TimeS, hint: e.Hint, bytes: e.Bytes, padded: b.g.padded(e.Bytes)}
 		im.death = e.Death
 		im.remaining = im.padded
+		im.act.t = e.TimeS
 		if !p.admitOnStart() {
+			b.dev.clk.on(&im.act)
 			if ok, err := admit(im); err != nil || !ok {
 				if err != nil {
 					return err
@@ -299,10 +306,25 @@ func createGroup(p placement, events []event, chunk int64) error {
 		waiting = append(waiting, im)
 	}
 	var running []*image
+	// When the slots of streams that ended freed, for the images that wait
+	// for one (a policy writing at most streams() at once).
+	var freed []float64
+	end := func(im *image) {
+		if p.streams() > 0 {
+			freed = append(freed, im.act.t)
+		}
+	}
+	defer b.dev.clk.on(nil)
 	for len(waiting) > 0 || len(running) > 0 {
 		for len(waiting) > 0 && (p.streams() == 0 || len(running) < p.streams()) {
 			im := waiting[0]
 			waiting = waiting[1:]
+			if len(freed) > 0 {
+				i := slices.Index(freed, slices.Min(freed))
+				im.act.t = max(im.act.t, freed[i])
+				freed = slices.Delete(freed, i, i+1)
+			}
+			b.dev.clk.on(&im.act)
 			if p.admitOnStart() {
 				ok, err := admit(im)
 				if err != nil {
@@ -315,12 +337,17 @@ func createGroup(p placement, events []event, chunk int64) error {
 			running = append(running, im)
 		}
 		progress := false
+		var waited []*image
+		moved := math.Inf(1) // the earliest clock of a stream that wrote this round
 		for _, im := range slices.Clone(running) {
 			if !p.ready(im) {
+				waited = append(waited, im)
 				continue
 			}
 			progress = true
+			b.dev.clk.on(&im.act)
 			n, err := p.put(im, min(chunk, im.remaining))
+			moved = min(moved, im.act.t)
 			if errors.Is(err, errNoSpace) {
 				if err := p.drop(im); err != nil {
 					return err
@@ -328,6 +355,7 @@ func createGroup(p placement, events []event, chunk int64) error {
 				b.fail(im, reason(err))
 				running = slices.DeleteFunc(running, func(x *image) bool { return x == im })
 				b.removeInFlight(im)
+				end(im)
 				continue
 			}
 			if err != nil {
@@ -342,6 +370,18 @@ func createGroup(p placement, events []event, chunk int64) error {
 				b.stored += im.bytes
 				running = slices.DeleteFunc(running, func(x *image) bool { return x == im })
 				b.removeInFlight(im)
+				end(im)
+				if b.dev.clk != nil {
+					b.latency = append(b.latency, im.act.t-im.created)
+					b.stall = append(b.stall, im.act.stall)
+				}
+			}
+		}
+		// A stream that waited for another goes on no earlier than the
+		// other wrote.
+		for _, im := range waited {
+			if !math.IsInf(moved, 1) {
+				im.act.t = max(im.act.t, moved)
 			}
 		}
 		if !progress && len(running) > 0 {
@@ -373,6 +413,8 @@ func deleteImage(p placement, e event) error {
 		return nil // its create failed: nothing of it is on the device
 	}
 	delete(b.images, e.key())
+	b.dev.clk.on(&actor{t: e.TimeS})
+	defer b.dev.clk.on(nil)
 	if err := p.drop(im); err != nil {
 		return err
 	}
@@ -425,6 +467,7 @@ type metrics struct {
 	PeakLiveBytes          int64    `json:"peak_live_bytes"`
 	PeakOpen               int      `json:"peak_open"`
 	PeakActive             int      `json:"peak_active"`
+	timing                          // with the time model only
 }
 
 // occupancySamples is how many states of every zone are kept for the
@@ -442,6 +485,9 @@ func replay(events []event, g geometry, policy string, pp params, occupancy bool
 		return nil, err
 	}
 	b := p.state()
+	if pp.Costs.on() {
+		b.dev.clk = newClock(pp.Costs, g.Zones)
+	}
 	var s series
 	var zt []float64
 	var zl [][]int
@@ -572,6 +618,7 @@ func summarise(b *base, s *series, events []event) metrics {
 	for _, v := range s.LiveBytes {
 		m.PeakLiveBytes = max(m.PeakLiveBytes, v)
 	}
+	m.timing = summariseTiming(b.latency, b.stall)
 	return m
 }
 

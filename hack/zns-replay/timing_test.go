@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+// The time model (timing.go): per-zone and device bandwidth, reads of the
+// collector, resets, and what they make of a create's latency and stall.
+
+const (
+	zoneBW = 100e6 // bytes/s
+	mib    = float64(MiB)
+)
+
+func timed(c costs) params {
+	pp := params{Chunk: MiB, GCReserve: 0, Cleaner: "greedy", Costs: c}
+	return pp
+}
+
+func timedReplay(t *testing.T, events []event, g geometry, policy string, pp params) *outcome {
+	t.Helper()
+	o, err := replay(events, g, policy, pp, false)
+	assert.NilError(t, err)
+	return o
+}
+
+// near says whether the model's x (rounded to microseconds) is want.
+func near(x *float64, want float64) bool {
+	return x != nil && math.Abs(*x-want) <= 1e-6
+}
+
+func TestTimeOneCreateTakesItsBytesOverTheZonesBandwidth(t *testing.T) {
+	events := []event{ev(10, "create", "a", "cp0", 10*MiB)}
+	pp := timed(costs{WriteBW: 4 * zoneBW, ZoneBW: zoneBW, ReadBW: 4 * zoneBW})
+	for _, p := range policies {
+		o := timedReplay(t, events, geo(64*MiB, 8, 4, 4), p, pp)
+		m := o.Metrics
+		want := 10 * mib / zoneBW
+		assert.Check(t, near(m.LatencyP50S, want), "%s: %v, want %g", p, *m.LatencyP50S, want)
+		assert.Check(t, near(m.LatencyMaxS, want), "%s", p)
+		assert.Check(t, near(m.StallTotalS, 0), "%s", p)
+		assert.Check(t, is.Equal(*m.StalledCreates, 0), "%s", p)
+	}
+}
+
+// Zones written at once append in parallel until the device's bandwidth
+// is reached; one zone written by two streams serialises them.
+func TestTimeActiveZonesWriteInParallelUpToTheDevice(t *testing.T) {
+	events := []event{ev(0, "create", "a", "cp0", 8*MiB), ev(0, "create", "b", "cp0", 8*MiB)}
+	g := geo(64*MiB, 8, 4, 4)
+	for _, c := range []struct {
+		name     string
+		policy   string
+		writeBW  float64
+		p50, max float64 // in MiB at the zone's bandwidth
+	}{
+		// Each image at a head of its own: both zones at full speed.
+		{"two heads, a device of four zones' speed", "multi-log", 4 * zoneBW, 8, 8},
+		// The same, on a device no faster than a zone: they share it.
+		{"two heads, a device of one zone's speed", "multi-log", zoneBW, 15, 16},
+		// One head: the zone is the bottleneck, whatever the device.
+		{"one head", "shared-log", 4 * zoneBW, 15, 16},
+	} {
+		o := timedReplay(t, events, g, c.policy, timed(costs{WriteBW: c.writeBW, ZoneBW: zoneBW}))
+		m := o.Metrics
+		assert.Check(t, near(m.LatencyP50S, c.p50*mib/zoneBW), "%s: p50 %v, want %g", c.name, *m.LatencyP50S, c.p50*mib/zoneBW)
+		assert.Check(t, near(m.LatencyMaxS, c.max*mib/zoneBW), "%s: max %v, want %g", c.name, *m.LatencyMaxS, c.max*mib/zoneBW)
+	}
+}
+
+// A policy that writes one image at a time (zone-aware on one open zone)
+// starts the second when the first is done: its latency is both.
+func TestTimeAnImageWaitingForAStreamSlotWaits(t *testing.T) {
+	events := []event{ev(0, "create", "a", "cp0", 8*MiB), ev(0, "create", "b", "cp0", 8*MiB)}
+	o := timedReplay(t, events, geo(64*MiB, 8, 1, 1), "zone-aware", timed(costs{WriteBW: 4 * zoneBW, ZoneBW: zoneBW}))
+	assert.Check(t, near(o.Metrics.LatencyP50S, 8*mib/zoneBW), "%v", *o.Metrics.LatencyP50S)
+	assert.Check(t, near(o.Metrics.LatencyMaxS, 16*mib/zoneBW), "%v", *o.Metrics.LatencyMaxS)
+}
+
+// The shared log relocates before a create that would not fit: the read,
+// the copy and the reset are that create's stall, and in its latency;
+// zone-aware placement on the same trace stalls nowhere.
+func TestTimeRelocationIsTheStallOfTheCreateThatNeededIt(t *testing.T) {
+	const reset = 0.005
+	events := []event{
+		ev(0, "create", "a", "cp0", 3*MiB), // zone 0 ...
+		ev(1, "create", "b", "cp0", 1*MiB), // ... full, with b's 1 MiB
+		ev(2, "create", "c", "cp0", 4*MiB), // zone 1
+		ev(3, "create", "d", "cp0", 4*MiB), // zone 2
+		ev(4, "create", "e", "cp0", 4*MiB), // zone 3; zone 4 empty
+		ev(5, "delete", "a", "cp0", 0),     // zone 0: 3 MiB dead, 1 live
+		ev(6, "create", "f", "cp0", 5*MiB), // fits only if zone 0 is cleaned
+	}
+	g := geo(4*MiB, 5, 4, 4)
+	c := costs{WriteBW: 4 * zoneBW, ZoneBW: zoneBW, ReadBW: 2 * zoneBW, ResetS: reset}
+	o := timedReplay(t, events, g, "shared-log", timed(c))
+	m := o.Metrics
+	assert.Assert(t, is.Equal(m.Failed, 0))
+	assert.Assert(t, is.Equal(m.RelocatedBytes, int64(MiB)))
+	stall := mib/(2*zoneBW) + mib/zoneBW + reset // read b, write it at the collector's head, reset zone 0
+	assert.Check(t, is.Equal(*m.StalledCreates, 1))
+	assert.Check(t, near(m.StallMaxS, stall), "stall %v, want %g", *m.StallMaxS, stall)
+	assert.Check(t, near(m.StallTotalS, stall), "%v", *m.StallTotalS)
+	assert.Check(t, near(m.LatencyMaxS, stall+5*mib/zoneBW), "latency %v, want %g", *m.LatencyMaxS, stall+5*mib/zoneBW)
+
+	o = timedReplay(t, events, g, "zone-aware", timed(c))
+	assert.Check(t, is.Equal(*o.Metrics.StalledCreates, 0))
+	assert.Check(t, near(o.Metrics.StallMaxS, 0))
+}
+
+// Resets on a delete hold the device: a create arriving while they run
+// waits for them.
+func TestTimeResetsOfADeleteHoldTheDevice(t *testing.T) {
+	events := []event{
+		ev(0, "create", "a", "cp0", 4*MiB),
+		ev(10, "delete", "a", "cp0", 0),
+		ev(10, "create", "b", "cp0", 4*MiB),
+	}
+	// The delete's group comes after the creates of its time in the trace
+	// order; put it first by its time.
+	events[1].TimeS, events[2].TimeS = 10, 10.0001
+	o := timedReplay(t, events, geo(4*MiB, 4, 2, 2), "zone-aware", timed(costs{WriteBW: zoneBW, ResetS: 1}))
+	want := (10 + 1) - 10.0001 + 4*mib/zoneBW
+	assert.Check(t, near(o.Metrics.LatencyMaxS, want), "%v, want %g", *o.Metrics.LatencyMaxS, want)
+}
+
+func TestTimeModelOffReportsNoLatency(t *testing.T) {
+	o := timedReplay(t, underPressure(), defaultGeo, "zone-pack", defaultParams)
+	assert.Check(t, o.Metrics.LatencyP50S == nil)
+	data, err := json.Marshal(o.Metrics)
+	assert.NilError(t, err)
+	assert.Check(t, !strings.Contains(string(data), "latency"), "%s", data)
+}
+
+func TestTimeCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.csv")
+	assert.NilError(t, os.WriteFile(trace, []byte("time_s,op,container,checkpoint,bytes\n0,create,a,cp0,"+fmt.Sprint(10*MiB)+"\n"), 0o644))
+	var out, errs bytes.Buffer
+	assert.NilError(t, run([]string{"--trace", trace, "--policy", "zone-pack", "--write-bw", "400MB/s", "--zone-bw", "100MB", "--reset-time", "5ms"}, &out, &errs))
+	var doc struct {
+		Placement params `json:"placement"`
+		Outcomes  []struct {
+			Metrics map[string]any `json:"metrics"`
+		} `json:"outcomes"`
+	}
+	assert.NilError(t, json.Unmarshal(out.Bytes(), &doc))
+	assert.Check(t, is.DeepEqual(doc.Placement.Costs, costs{WriteBW: 400e6, ZoneBW: 100e6, ResetS: 0.005}))
+	assert.Check(t, is.Equal(doc.Outcomes[0].Metrics["create_latency_p99_s"], roundUS(10*mib/100e6)))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--zone-bw", "100MB"}, "need the device's bandwidth"},
+		{[]string{"--write-bw", "100MB", "--zone-bw", "200MB"}, "cannot append faster than the device"},
+		{[]string{"--write-bw", "-1MB"}, "bad bandwidth"},
+		{[]string{"--write-bw", "100MB", "--reset-time", "-1ms"}, "reset-time: want a finite value >= 0"},
+	} {
+		err := run(append([]string{"--trace", trace}, c.args...), &out, &errs)
+		assert.Check(t, is.ErrorContains(err, c.want), "%v", c.args)
+		assert.Check(t, errors.Is(err, errUsage), "%v", c.args)
+	}
+}
