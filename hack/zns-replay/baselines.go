@@ -438,7 +438,8 @@ func (l *sharedLog) gcRoom(v int) int64 {
 
 func (l *sharedLog) relocate(v int) error {
 	l.gcRuns++
-	defer l.dev.clk.stalled(l.dev.clk.now())
+	l.dev.clk.relocating(true)
+	defer l.dev.clk.relocating(false)
 	// No head stays on the zone being emptied: what is relocated and what
 	// comes after goes elsewhere.
 	if l.mode == "shared" {

@@ -71,7 +71,8 @@ func (z *zonePack) admit(im *image) (string, error) {
 // lets the placement reset it.
 func (z *zonePack) relocate(v int) error {
 	z.gcRuns++
-	defer z.dev.clk.stalled(z.dev.clk.now())
+	z.dev.clk.relocating(true)
+	defer z.dev.clk.relocating(false)
 	var old []zoned.Extent
 	for _, x := range z.heldInOrder(v) {
 		im := x.im

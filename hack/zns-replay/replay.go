@@ -108,7 +108,7 @@ type image struct {
 	bytes, padded         int64
 	remaining             int64
 	extents               []*extent
-	act                   actor // its clock in the time model
+	job                   *job // what it does to the device, for the time model
 
 	zones   []int         // zone-aware, zone-tail: the zones it owns, in order
 	tail    []tailPart    // zone-tail: where its tail goes
@@ -177,8 +177,6 @@ type base struct {
 	gcRuns   int
 	stored   int64 // the trace's bytes of the images written whole
 	now      float64
-	// The time model's: every stored create's latency and stall.
-	latency, stall []float64
 }
 
 func newBase(g geometry) *base {
@@ -293,9 +291,8 @@ func createGroup(p placement, events []event, chunk int64) error {
 		im := &image{container: e.Container, checkpoint: e.Checkpoint, created: e.TimeS, hint: e.Hint, bytes: e.Bytes, padded: b.g.padded(e.Bytes)}
 		im.death = e.Death
 		im.remaining = im.padded
-		im.act.t = e.TimeS
 		if !p.admitOnStart() {
-			b.dev.clk.on(&im.act)
+			im.job = b.dev.clk.start(e.TimeS, nil)
 			if ok, err := admit(im); err != nil || !ok {
 				if err != nil {
 					return err
@@ -306,12 +303,12 @@ func createGroup(p placement, events []event, chunk int64) error {
 		waiting = append(waiting, im)
 	}
 	var running []*image
-	// When the slots of streams that ended freed, for the images that wait
-	// for one (a policy writing at most streams() at once).
-	var freed []float64
+	// The streams that ended, whose slots the images that wait for one
+	// take (a policy writing at most streams() at once), in turn.
+	var freed []*job
 	end := func(im *image) {
-		if p.streams() > 0 {
-			freed = append(freed, im.act.t)
+		if p.streams() > 0 && im.job != nil {
+			freed = append(freed, im.job)
 		}
 	}
 	defer b.dev.clk.on(nil)
@@ -319,12 +316,16 @@ func createGroup(p placement, events []event, chunk int64) error {
 		for len(waiting) > 0 && (p.streams() == 0 || len(running) < p.streams()) {
 			im := waiting[0]
 			waiting = waiting[1:]
+			var after *job
 			if len(freed) > 0 {
-				i := slices.Index(freed, slices.Min(freed))
-				im.act.t = max(im.act.t, freed[i])
-				freed = slices.Delete(freed, i, i+1)
+				after, freed = freed[0], freed[1:]
 			}
-			b.dev.clk.on(&im.act)
+			if im.job == nil {
+				im.job = b.dev.clk.start(im.created, after)
+			} else {
+				im.job.after = after
+			}
+			b.dev.clk.on(im.job)
 			if p.admitOnStart() {
 				ok, err := admit(im)
 				if err != nil {
@@ -337,17 +338,13 @@ func createGroup(p placement, events []event, chunk int64) error {
 			running = append(running, im)
 		}
 		progress := false
-		var waited []*image
-		moved := math.Inf(1) // the earliest clock of a stream that wrote this round
 		for _, im := range slices.Clone(running) {
 			if !p.ready(im) {
-				waited = append(waited, im)
 				continue
 			}
 			progress = true
-			b.dev.clk.on(&im.act)
+			b.dev.clk.on(im.job)
 			n, err := p.put(im, min(chunk, im.remaining))
-			moved = min(moved, im.act.t)
 			if errors.Is(err, errNoSpace) {
 				if err := p.drop(im); err != nil {
 					return err
@@ -371,17 +368,9 @@ func createGroup(p placement, events []event, chunk int64) error {
 				running = slices.DeleteFunc(running, func(x *image) bool { return x == im })
 				b.removeInFlight(im)
 				end(im)
-				if b.dev.clk != nil {
-					b.latency = append(b.latency, im.act.t-im.created)
-					b.stall = append(b.stall, im.act.stall)
+				if im.job != nil {
+					im.job.stored = true
 				}
-			}
-		}
-		// A stream that waited for another goes on no earlier than the
-		// other wrote.
-		for _, im := range waited {
-			if !math.IsInf(moved, 1) {
-				im.act.t = max(im.act.t, moved)
 			}
 		}
 		if !progress && len(running) > 0 {
@@ -413,7 +402,7 @@ func deleteImage(p placement, e event) error {
 		return nil // its create failed: nothing of it is on the device
 	}
 	delete(b.images, e.key())
-	b.dev.clk.on(&actor{t: e.TimeS})
+	b.dev.clk.start(e.TimeS, nil)
 	defer b.dev.clk.on(nil)
 	if err := p.drop(im); err != nil {
 		return err
@@ -486,7 +475,7 @@ func replay(events []event, g geometry, policy string, pp params, occupancy bool
 	}
 	b := p.state()
 	if pp.Costs.on() {
-		b.dev.clk = newClock(pp.Costs, g.Zones)
+		b.dev.clk = newClock(pp.Costs)
 	}
 	var s series
 	var zt []float64
@@ -618,7 +607,7 @@ func summarise(b *base, s *series, events []event) metrics {
 	for _, v := range s.LiveBytes {
 		m.PeakLiveBytes = max(m.PeakLiveBytes, v)
 	}
-	m.timing = summariseTiming(b.latency, b.stall)
+	m.timing = b.dev.clk.timing()
 	return m
 }
 

@@ -9,19 +9,20 @@ import (
 // costs are the times of the device's operations: the time model of the
 // replay. With WriteBW 0 there is none, and no latency is reported.
 //
-// The model (clock): every zone appends at ZoneBW and the device at
-// WriteBW, all zones together, so that zones written at once run in
-// parallel until their sum reaches the device's bandwidth (the parallelism
-// of active zones); the collector reads what it relocates at ReadBW, from
-// the same device; a zone reset takes ResetS and a finish FinishS, with the
-// device busy meanwhile. Every writer (a create being written, a delete)
-// has a clock of its own that starts when it arrives (or when a stream slot
-// frees, for a policy that writes only so many images at once) and waits
-// for the device: its operations are served in the order the replay issues
-// them (first come, first served on the zone and on the device). A
-// relocation runs on the clock of the create that needed it: the time it
-// takes is that create's stall, and part of its latency; it holds the
-// device for the other writers too.
+// The model (clock): the replay records, for every create, the device
+// operations it made, in order: the relocation it needed (the collector's
+// reads, writes and resets) and its image's writes; for every delete, its
+// resets. Then the jobs run in time (simulate): each from its arrival in
+// the trace, or, for a policy that writes only so many images at once,
+// from the end of the image whose stream slot it takes; each does its
+// operations one after the other. Writes being made at once share the
+// bandwidth fairly: a zone's among its writers, at most ZoneBW in all, and
+// the device's, WriteBW, among the zones (so that zones written at once
+// run in parallel until their sum reaches the device's bandwidth: the
+// parallelism of active zones); the collector's reads share ReadBW; a
+// reset takes ResetS and a finish FinishS of the job that asked for it. A
+// create's latency is from its arrival to its last byte; its stall is the
+// time its relocation took.
 type costs struct {
 	WriteBW float64 `json:"write_bw"` // bytes/s the device appends, all zones together (0: no time model)
 	ZoneBW  float64 `json:"zone_bw"`  // bytes/s one zone appends
@@ -69,90 +70,267 @@ func (c costs) problems() []string {
 	return out
 }
 
-// actor is a writer's clock: where it is in time, and how much of that it
-// spent on relocation.
-type actor struct {
-	t, stall float64
+// op is one operation of a job on the device: n bytes written to or read
+// from zone, or a reset or finish of zone; gc: the collector's (a stall of
+// the job's).
+type op struct {
+	kind byte // 'w', 'r', 'x' (reset), 'f' (finish)
+	zone int
+	n    int64
+	gc   bool
 }
 
-// clock follows the device's time (costs): when each zone and the device
-// are next free, and whose operations the device serves now.
+// job is a writer: a create (its image's writes, and the relocation it
+// needed before them), or a delete (the resets it made), with when it
+// arrived and the job it waited for (its stream slot's previous holder).
+type job struct {
+	arrive float64
+	after  *job
+	ops    []op
+	stored bool // a create that stored its image: its latency counts
+	done   float64
+	stall  float64
+}
+
+// clock records what every job does to the device, in the replay's order;
+// simulate then runs the jobs in time.
 type clock struct {
-	c        costs
-	zoneFree []float64
-	devFree  float64
-	cur      *actor
+	c    costs
+	jobs []*job
+	cur  *job
+	gc   bool
 }
 
-func newClock(c costs, zones int) *clock {
-	return &clock{c: c.withDefaults(), zoneFree: make([]float64, zones)}
+func newClock(c costs) *clock {
+	return &clock{c: c.withDefaults()}
 }
 
-// on makes a the writer whose operations the device serves (nil: none).
-func (k *clock) on(a *actor) {
+// start makes a new job, arriving at t, the one the device's operations
+// are recorded for (after: the job it waits for, or nil).
+func (k *clock) start(t float64, after *job) *job {
+	if k == nil {
+		return nil
+	}
+	j := &job{arrive: t, after: after}
+	k.jobs = append(k.jobs, j)
+	k.cur = j
+	return j
+}
+
+// on makes j the job the device's operations are recorded for (nil: none).
+func (k *clock) on(j *job) {
 	if k != nil {
-		k.cur = a
+		k.cur = j
 	}
 }
 
-// write: n bytes appended to zone z.
-func (k *clock) write(z int, n int64) {
+func (k *clock) add(o op) {
 	if k == nil || k.cur == nil {
 		return
 	}
-	a := k.cur
-	start := max(a.t, k.zoneFree[z])
-	k.devFree = max(start, k.devFree) + float64(n)/k.c.WriteBW
-	end := max(start+float64(n)/k.c.ZoneBW, k.devFree)
-	k.zoneFree[z] = end
-	a.t = end
-}
-
-// read: n bytes read by the collector.
-func (k *clock) read(n int64) {
-	if k == nil || k.cur == nil {
+	o.gc = k.gc
+	ops := k.cur.ops
+	// A job's consecutive writes of a zone are one operation.
+	if n := len(ops); n > 0 && o.kind == 'w' && ops[n-1].kind == 'w' && ops[n-1].zone == o.zone && ops[n-1].gc == o.gc {
+		ops[n-1].n += o.n
 		return
 	}
-	k.devFree = max(k.cur.t, k.devFree) + float64(n)/k.c.ReadBW
-	k.cur.t = k.devFree
+	k.cur.ops = append(ops, o)
 }
 
-// zoneOp: a reset or finish of zone z taking d seconds, the device busy.
-func (k *clock) zoneOp(z int, d float64) {
-	if k == nil || k.cur == nil {
-		return
-	}
-	end := max(k.cur.t, k.zoneFree[z], k.devFree) + d
-	k.devFree, k.zoneFree[z], k.cur.t = end, end, end
-}
+func (k *clock) write(z int, n int64) { k.add(op{kind: 'w', zone: z, n: n}) }
+func (k *clock) read(n int64)         { k.add(op{kind: 'r', n: n}) }
+func (k *clock) reset(z int)          { k.add(op{kind: 'x', zone: z}) }
+func (k *clock) finish(z int)         { k.add(op{kind: 'f', zone: z}) }
 
-func (k *clock) reset(z int) {
+// relocating marks what follows as the collector's (true) or not.
+func (k *clock) relocating(on bool) {
 	if k != nil {
-		k.zoneOp(z, k.c.ResetS)
+		k.gc = on
 	}
 }
 
-func (k *clock) finish(z int) {
-	if k != nil {
-		k.zoneOp(z, k.c.FinishS)
-	}
-}
-
-// now is the current writer's time (0 without one).
-func (k *clock) now() float64 {
-	if k == nil || k.cur == nil {
-		return 0
-	}
-	return k.cur.t
-}
-
-// stalled adds the time since t0 to the current writer's stall: what a
-// relocation on its path took.
-func (k *clock) stalled(t0 float64) {
-	if k == nil || k.cur == nil {
+// simulate runs the recorded jobs in time: every job does its operations
+// one after the other, from its arrival (and its predecessor's end); the
+// writes being made share the bandwidth, each zone's among its writers and
+// the device's among the zones, fairly (a zone takes no more than its
+// share, the rest goes to the others, as water fills); reads share the
+// device's read bandwidth; a reset or finish takes its time. It sets every
+// job's end and stall.
+func (k *clock) simulate() {
+	if k == nil || len(k.jobs) == 0 {
 		return
 	}
-	k.cur.stall += k.cur.t - t0
+	type run struct {
+		j    *job
+		i    int     // the op being done
+		left float64 // its bytes (or seconds, a reset or finish) still to go
+		rate float64
+		took float64 // when it began
+	}
+	c := k.c
+	order := slices.Clone(k.jobs) // by arrival, in the replay's order on a tie
+	slices.SortStableFunc(order, func(a, b *job) int { return cmpF(a.arrive, b.arrive) })
+	finished := map[*job]bool{}
+	blocked := map[*job][]*job{} // jobs that arrived, by the job they wait for
+	var active []*run
+	now := 0.0
+	var launch func(j *job)
+	// begin starts r's next op; false: the job is done (and the jobs
+	// waiting for it start).
+	begin := func(r *run) bool {
+		for r.i < len(r.j.ops) {
+			o := r.j.ops[r.i]
+			switch o.kind {
+			case 'w', 'r':
+				r.left = float64(o.n)
+			case 'x':
+				r.left = c.ResetS
+			case 'f':
+				r.left = c.FinishS
+			}
+			r.took = now
+			if r.left > 0 {
+				return true
+			}
+			r.i++
+		}
+		r.j.done = now
+		finished[r.j] = true
+		for _, w := range blocked[r.j] {
+			launch(w)
+		}
+		delete(blocked, r.j)
+		return false
+	}
+	launch = func(j *job) {
+		r := &run{j: j}
+		if begin(r) {
+			active = append(active, r)
+		}
+	}
+	next := 0
+	for next < len(order) || len(active) > 0 {
+		// Start the jobs that arrived, or set them to wait.
+		for next < len(order) && order[next].arrive <= now {
+			j := order[next]
+			next++
+			if j.after == nil || finished[j.after] {
+				launch(j)
+			} else {
+				blocked[j.after] = append(blocked[j.after], j)
+			}
+		}
+		if len(active) == 0 {
+			if next < len(order) {
+				now = order[next].arrive
+				continue
+			}
+			// Jobs waiting for one that never ran (none should): run them.
+			for _, js := range blocked {
+				for _, j := range js {
+					j.after = nil
+					launch(j)
+				}
+			}
+			clear(blocked)
+			if len(active) == 0 {
+				break
+			}
+		}
+		// Rates: writes per zone, then the device's share (water-filling).
+		perZone := map[int]int{}
+		nreads := 0
+		for _, r := range active {
+			switch r.j.ops[r.i].kind {
+			case 'w':
+				perZone[r.j.ops[r.i].zone]++
+			case 'r':
+				nreads++
+			}
+		}
+		var caps []float64
+		for _, r := range active {
+			if r.j.ops[r.i].kind == 'w' {
+				caps = append(caps, c.ZoneBW/float64(perZone[r.j.ops[r.i].zone]))
+			}
+		}
+		level := waterLevel(caps, c.WriteBW)
+		for _, r := range active {
+			switch r.j.ops[r.i].kind {
+			case 'w':
+				r.rate = min(c.ZoneBW/float64(perZone[r.j.ops[r.i].zone]), level)
+			case 'r':
+				r.rate = c.ReadBW / float64(nreads)
+			default:
+				r.rate = 1 // seconds per second
+			}
+		}
+		// The next event: an op's end or a job's arrival.
+		t := math.Inf(1)
+		for _, r := range active {
+			t = min(t, now+r.left/r.rate)
+		}
+		if next < len(order) {
+			t = min(t, order[next].arrive)
+		}
+		dt := t - now
+		now = t
+		ending := active
+		active = nil
+		var still []*run
+		for _, r := range ending {
+			r.left -= r.rate * dt
+			// Done when less than a nanosecond is left, or less than the
+			// clock can tell from now.
+			if rem := r.left / r.rate; rem > 1e-9 && now+rem > now {
+				still = append(still, r)
+				continue
+			}
+			if r.j.ops[r.i].gc {
+				r.j.stall += now - r.took
+			}
+			r.i++
+			if begin(r) {
+				still = append(still, r)
+			}
+		}
+		active = append(still, active...) // with the jobs that ended's followers
+	}
+}
+
+// waterLevel is the rate every flow gets under the device's bandwidth
+// total, each at most its cap: the level l with sum(min(cap, l)) = total,
+// or +Inf if the caps fit.
+func waterLevel(caps []float64, total float64) float64 {
+	sum := 0.0
+	for _, x := range caps {
+		sum += x
+	}
+	if sum <= total {
+		return math.Inf(1)
+	}
+	s := slices.Clone(caps)
+	slices.Sort(s)
+	left := total
+	for i, x := range s {
+		share := left / float64(len(s)-i)
+		if x >= share {
+			return share
+		}
+		left -= x
+	}
+	return math.Inf(1)
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // timing is what the time model reports of a replay: the latency of every
@@ -166,6 +344,23 @@ type timing struct {
 	StallMaxS      *float64 `json:"stall_max_s,omitempty"`
 	StallTotalS    *float64 `json:"stall_total_s,omitempty"`
 	StalledCreates *int     `json:"stalled_creates,omitempty"`
+}
+
+// timing runs the jobs in time and reports the creates' (nothing without
+// a time model).
+func (k *clock) timing() timing {
+	if k == nil {
+		return timing{}
+	}
+	k.simulate()
+	var lat, stall []float64
+	for _, j := range k.jobs {
+		if j.stored {
+			lat = append(lat, j.done-j.arrive)
+			stall = append(stall, j.stall)
+		}
+	}
+	return summariseTiming(lat, stall)
 }
 
 func summariseTiming(lat, stall []float64) timing {
