@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -178,5 +180,31 @@ func TestTimeCommandLine(t *testing.T) {
 		err := run(append([]string{"--trace", trace}, c.args...), &out, &errs)
 		assert.Check(t, is.ErrorContains(err, c.want), "%v", c.args)
 		assert.Check(t, errors.Is(err, errUsage), "%v", c.args)
+	}
+}
+
+// Far into a trace the clock's resolution is coarser than what is left of
+// an operation: the run ends all the same, and every create takes at least
+// its bytes at the device's bandwidth.
+func TestTimeEndsFarIntoATrace(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	var events []event
+	for i := range 200 {
+		at := 3e7 + float64(i)*0.0371
+		events = append(events, ev(at, "create", fmt.Sprint("c", i%9), fmt.Sprint("cp", i), int64(1+rng.Intn(40*MiB))))
+	}
+	pp := timed(costs{WriteBW: 2e9, ZoneBW: 1e9 / 3, ReadBW: 3.2e9, ResetS: 0.0037})
+	done := make(chan *outcome, 1)
+	go func() {
+		o, err := replay(events, geo(64*MiB, 200, 14, 14), "multi-log", pp, false)
+		assert.Check(t, err)
+		done <- o
+	}()
+	select {
+	case o := <-done:
+		assert.Assert(t, o != nil)
+		assert.Check(t, *o.Metrics.LatencyP50S > 0)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the time model did not end")
 	}
 }
