@@ -329,6 +329,35 @@ def max_heads(g):
     return max(1, (min(limits) if limits else 17) - 1)
 
 
+@dataclass
+class Costs:
+    """The device's time model (hack/zns-replay/timing.go): bandwidths in
+    bytes per second, times in seconds; zone_bw and read_bw 0 take the
+    device's write bandwidth."""
+    write_bw: float = 0.0
+    zone_bw: float = 0.0
+    read_bw: float = 0.0
+    reset_s: float = 0.0
+    finish_s: float = 0.0
+
+    def problems(self):
+        out = []
+        for k in ("write_bw", "zone_bw", "read_bw", "reset_s", "finish_s"):
+            if getattr(self, k) < 0:
+                out.append((k, f"want a value >= 0, got {getattr(self, k)}"))
+        if self.write_bw <= 0:
+            out.append(("write_bw", "want the device's bandwidth (> 0) for a time model"))
+        elif self.zone_bw > self.write_bw:
+            out.append(("zone_bw", f"a zone cannot append faster than the device ({self.zone_bw:g} > "
+                                   f"{self.write_bw:g} bytes/s)"))
+        return out
+
+    def args(self):
+        return ["--write-bw", str(int(self.write_bw)), "--zone-bw", str(int(self.zone_bw)),
+                "--read-bw", str(int(self.read_bw)), "--reset-time", f"{self.reset_s * 1e6:.0f}us",
+                "--finish-time", f"{self.finish_s * 1e6:.0f}us"]
+
+
 def placement_problems(g, chunk, gc_reserve, heads=0, cleaner="greedy"):
     """[(key, message)]: why these placement parameters do not fit the geometry."""
     out = []
@@ -420,13 +449,15 @@ SERIES = ("t_s", "events", "live_bytes", "used_zones", "util_used", "util_total"
 OCCUPANCY_SAMPLES = 120  # at most this many states of every zone kept for the occupancy map
 
 
-def replay_trace(path, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0, occupancy=False, cleaner="greedy"):
+def replay_trace(path, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0, occupancy=False, cleaner="greedy",
+                 costs=None):
     """Replay the trace file at path on a model of the device g under each
     policy: [Outcome]. The replay is hack/zns-replay's, the daemon's own
     device model (daemon/internal/zoned) and, for zone-pack, the daemon's
     own placement. occupancy: also keep every zone's state (live % of its
     capacity, -1 empty) at up to OCCUPANCY_SAMPLES steps spread over the
-    trace, as series zone_t_s and zone_live_pct, for the occupancy map."""
+    trace, as series zone_t_s and zone_live_pct, for the occupancy map.
+    costs: the device's time model (Costs), or None for none."""
     cmd = [replayer(), "--trace", path, "--zone-size", str(g.zone_size), "--zone-capacity", str(g.zone_capacity),
            "--zones", str(g.zones), "--max-open", str(g.max_open), "--max-active", str(g.max_active),
            "--block", str(g.block), "--chunk", str(chunk), "--gc-reserve", str(gc_reserve), "--heads", str(heads),
@@ -435,6 +466,8 @@ def replay_trace(path, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0, o
         cmd += ["--policy", p]
     if occupancy:
         cmd.append("--occupancy")
+    if costs is not None:
+        cmd += costs.args()
     rc, out, err = _run(cmd)
     if rc:
         raise ReplayError(err.strip() or f"{cmd[0]} exited {rc}")

@@ -224,6 +224,11 @@ func (l *sharedLog) deathKey(d float64) string {
 	for kk, z := range l.heads {
 		if !l.dev.full(z) {
 			open = append(open, kk)
+		} else {
+			// A full head takes nothing more: the oracle forgets it (a
+			// key whose head is missing or full gets a new zone alike).
+			delete(l.heads, kk)
+			delete(l.keyDeath, kk)
 		}
 	}
 	busy := len(open)
@@ -358,17 +363,17 @@ func (l *sharedLog) appendLog(im *image, n int64, gc bool) error {
 }
 
 func (l *sharedLog) takeZone(gc bool) (int, error) {
-	empty := l.dev.emptyZones()
-	if !gc && len(empty) <= l.gcReserve {
+	empty := l.dev.countEmpty()
+	if !gc && empty <= l.gcReserve {
 		if l.gcReserve == 0 {
 			return -1, reasonError("device full: no empty zone, and no zone the collector could free")
 		}
 		return -1, reasonError(fmt.Sprintf("device full: no empty zone outside the GC reserve of %d", l.gcReserve))
 	}
-	if len(empty) == 0 {
+	if empty == 0 {
 		return -1, reasonError("device full: the collector found no empty zone")
 	}
-	return empty[0], nil
+	return l.dev.firstEmpty(), nil
 }
 
 func (l *sharedLog) collect() error {
@@ -433,6 +438,8 @@ func (l *sharedLog) gcRoom(v int) int64 {
 
 func (l *sharedLog) relocate(v int) error {
 	l.gcRuns++
+	l.dev.clk.relocating(true)
+	defer l.dev.clk.relocating(false)
 	// No head stays on the zone being emptied: what is relocated and what
 	// comes after goes elsewhere.
 	if l.mode == "shared" {
@@ -453,6 +460,7 @@ func (l *sharedLog) relocate(v int) error {
 		im.extents = slices.DeleteFunc(im.extents, func(e *extent) bool { return e == x })
 		delete(l.held[v], x)
 		l.live[v] -= x.length
+		l.dev.clk.read(x.length)
 		if err := l.appendLog(im, x.length, true); err != nil {
 			// The victim was picked for the room there is: no room is a
 			// defect of the collector's accounting, and stops the replay.

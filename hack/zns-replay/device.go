@@ -30,6 +30,21 @@ type device struct {
 
 	hostBytes, relocatedBytes int64
 	zero                      []byte
+
+	clk *clock // the time model (timing.go); nil: none
+
+	nEmpty int // zones whose condition is empty
+}
+
+// setCond sets zone i's condition, and the count of empty zones with it.
+func (d *device) setCond(i int, c zoned.Cond) {
+	if d.cond[i] == zoned.CondEmpty {
+		d.nEmpty--
+	}
+	if c == zoned.CondEmpty {
+		d.nEmpty++
+	}
+	d.cond[i] = c
 }
 
 func newDevice(g geometry) *device {
@@ -42,6 +57,7 @@ func newDevice(g geometry) *device {
 		cond:   make([]zoned.Cond, g.Zones),
 		owners: make([]map[string]bool, g.Zones),
 		zero:   make([]byte, 4<<20),
+		nEmpty: g.Zones,
 	}
 	for i := range d.cond {
 		d.cond[i] = zoned.CondEmpty
@@ -67,12 +83,13 @@ func (d *device) WriteAt(p []byte, off int64) (int, error) {
 	i := int(off / d.geo.ZoneSize)
 	d.wp[i] += int64(n)
 	if d.cond[i] != zoned.CondExpOpen {
-		d.cond[i] = zoned.CondImpOpen
+		d.setCond(i, zoned.CondImpOpen)
 	}
 	if d.wp[i] == d.cap {
-		d.cond[i] = zoned.CondFull
+		d.setCond(i, zoned.CondFull)
 	}
 	d.owners[i][d.writer] = true
+	d.clk.write(i, int64(n))
 	if d.gc {
 		d.relocatedBytes += int64(n)
 	} else {
@@ -85,7 +102,7 @@ func (d *device) OpenZone(i int) error {
 	if err := d.m.OpenZone(i); err != nil {
 		return err
 	}
-	d.cond[i] = zoned.CondExpOpen
+	d.setCond(i, zoned.CondExpOpen)
 	return nil
 }
 
@@ -94,9 +111,9 @@ func (d *device) CloseZone(i int) error {
 		return err
 	}
 	if d.cond[i] == zoned.CondImpOpen || d.cond[i] == zoned.CondExpOpen {
-		d.cond[i] = zoned.CondClosed
+		d.setCond(i, zoned.CondClosed)
 		if d.wp[i] == 0 {
-			d.cond[i] = zoned.CondEmpty
+			d.setCond(i, zoned.CondEmpty)
 		}
 	}
 	return nil
@@ -106,7 +123,8 @@ func (d *device) FinishZone(i int) error {
 	if err := d.m.FinishZone(i); err != nil {
 		return err
 	}
-	d.cond[i] = zoned.CondFull
+	d.clk.finish(i)
+	d.setCond(i, zoned.CondFull)
 	return nil
 }
 
@@ -114,7 +132,8 @@ func (d *device) ResetZone(i int) error {
 	if err := d.m.ResetZone(i); err != nil {
 		return err
 	}
-	d.cond[i] = zoned.CondEmpty
+	d.clk.reset(i)
+	d.setCond(i, zoned.CondEmpty)
 	d.wp[i] = 0
 	clear(d.owners[i])
 	return nil
@@ -153,14 +172,19 @@ func (d *device) emptyZones() []int {
 	return out
 }
 
-func (d *device) countEmpty() int {
-	n := 0
-	for _, c := range d.cond {
+func (d *device) countEmpty() int { return d.nEmpty }
+
+// firstEmpty is the lowest empty zone (-1: none).
+func (d *device) firstEmpty() int {
+	if d.nEmpty == 0 {
+		return -1
+	}
+	for i, c := range d.cond {
 		if c == zoned.CondEmpty {
-			n++
+			return i
 		}
 	}
-	return n
+	return -1
 }
 
 // mixed counts the zones holding data of more than one container.

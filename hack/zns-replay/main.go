@@ -11,6 +11,7 @@
 //
 //	zns-replay --trace FILE [--zone-size 64MiB --zone-capacity 64MiB --zones 32 --max-open 8 --max-active 8 --block 4KiB]
 //	           [--chunk 1MiB --gc-reserve 2 --heads 0 --cleaner greedy] [--policy NAME ...] [--occupancy] [--json FILE]
+//	           [--write-bw 2000MB --zone-bw 2000MB --read-bw 3200MB --reset-time 5ms --finish-time 0s]
 package main
 
 import (
@@ -78,6 +79,26 @@ func (s sizeFlag) Set(text string) error {
 	return nil
 }
 
+// rateFlag is a bandwidth in bytes per second, given as a size (2000MB,
+// 250MiB, with or without /s).
+type rateFlag struct{ v *float64 }
+
+func (r rateFlag) String() string {
+	if r.v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*r.v, 'g', -1, 64)
+}
+
+func (r rateFlag) Set(text string) error {
+	var n int64
+	if err := (sizeFlag{&n}).Set(strings.TrimSuffix(text, "/s")); err != nil {
+		return fmt.Errorf("bad bandwidth %q (want e.g. 2000MB or 250MiB, per second)", text)
+	}
+	*r.v = float64(n)
+	return nil
+}
+
 type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
@@ -116,6 +137,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&pp.GCReserve, "gc-reserve", pp.GCReserve, "zones no host data may take (0 to zones-1): the logs keep them empty for their collector")
 	fs.StringVar(&pp.Cleaner, "cleaner", pp.Cleaner, "the logs' victim rule: "+strings.Join(cleaners, " or "))
 	fs.IntVar(&pp.Heads, "heads", 0, "the multi-head log's host heads (0: the open limit less one)")
+	fs.Var(rateFlag{&pp.Costs.WriteBW}, "write-bw", "time model: the device's append bandwidth, all zones together, per second (0: no time model)")
+	fs.Var(rateFlag{&pp.Costs.ZoneBW}, "zone-bw", "time model: one zone's append bandwidth per second (0: the device's)")
+	fs.Var(rateFlag{&pp.Costs.ReadBW}, "read-bw", "time model: the device's read bandwidth per second (0: as write-bw)")
+	resetTime := fs.Duration("reset-time", 0, "time model: how long a zone reset takes")
+	finishTime := fs.Duration("finish-time", 0, "time model: how long a zone finish takes")
 	var pols listFlag
 	fs.Var(&pols, "policy", "a policy to replay (repeatable; default: all of "+strings.Join(policies, ", ")+")")
 	occupancy := fs.Bool("occupancy", false, "keep every zone's live data over the trace (zone_t_s, zone_live_pct)")
@@ -129,6 +155,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *trace == "" {
 		return usageError{"--trace is required"}
 	}
+	pp.Costs.ResetS, pp.Costs.FinishS = resetTime.Seconds(), finishTime.Seconds()
 	if probs := append(g.problems(), pp.problems(g)...); len(probs) > 0 {
 		return usageError{"--" + strings.Join(probs, "; --")}
 	}

@@ -71,6 +71,8 @@ func (z *zonePack) admit(im *image) (string, error) {
 // lets the placement reset it.
 func (z *zonePack) relocate(v int) error {
 	z.gcRuns++
+	z.dev.clk.relocating(true)
+	defer z.dev.clk.relocating(false)
 	var old []zoned.Extent
 	for _, x := range z.heldInOrder(v) {
 		im := x.im
@@ -79,6 +81,7 @@ func (z *zonePack) relocate(v int) error {
 			return fmt.Errorf("relocating zone %d: %w", v, err)
 		}
 		z.dev.writer, z.dev.gc = im.container, true
+		z.dev.clk.read(x.length)
 		for left := x.length; left > 0; {
 			n := min(left, int64(len(z.zero)))
 			k, err := z.p.TryWrite(s, z.zero[:n], nil)

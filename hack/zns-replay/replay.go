@@ -73,6 +73,7 @@ type params struct {
 	GCReserve int    `json:"gc_reserve"` // zones' capacity no host data may take (reserve.go)
 	Heads     int    `json:"heads"`      // the multi-head logs' host heads; 0: the open limit less one
 	Cleaner   string `json:"cleaner"`    // the logs' victim rule: greedy or cost-benefit
+	Costs     costs  `json:"costs"`      // the device's time model (timing.go)
 }
 
 // cleaners are the victim rules of the logs' collector (cleaner.go).
@@ -90,6 +91,7 @@ func (p params) problems(g geometry) []string {
 	if p.GCReserve < 0 || p.GCReserve >= g.Zones {
 		out = append(out, fmt.Sprintf("gc-reserve: want 0 to %d zones, got %d", g.Zones-1, p.GCReserve))
 	}
+	out = append(out, p.Costs.problems()...)
 	if !slices.Contains(cleaners, p.Cleaner) {
 		out = append(out, fmt.Sprintf("cleaner: want one of %s, got %q", strings.Join(cleaners, ", "), p.Cleaner))
 	}
@@ -106,6 +108,7 @@ type image struct {
 	bytes, padded         int64
 	remaining             int64
 	extents               []*extent
+	job                   *job // what it does to the device, for the time model
 
 	zones   []int         // zone-aware, zone-tail: the zones it owns, in order
 	tail    []tailPart    // zone-tail: where its tail goes
@@ -289,6 +292,7 @@ func createGroup(p placement, events []event, chunk int64) error {
 		im.death = e.Death
 		im.remaining = im.padded
 		if !p.admitOnStart() {
+			im.job = b.dev.clk.start(e.TimeS, nil)
 			if ok, err := admit(im); err != nil || !ok {
 				if err != nil {
 					return err
@@ -299,10 +303,29 @@ func createGroup(p placement, events []event, chunk int64) error {
 		waiting = append(waiting, im)
 	}
 	var running []*image
+	// The streams that ended, whose slots the images that wait for one
+	// take (a policy writing at most streams() at once), in turn.
+	var freed []*job
+	end := func(im *image) {
+		if p.streams() > 0 && im.job != nil {
+			freed = append(freed, im.job)
+		}
+	}
+	defer b.dev.clk.on(nil)
 	for len(waiting) > 0 || len(running) > 0 {
 		for len(waiting) > 0 && (p.streams() == 0 || len(running) < p.streams()) {
 			im := waiting[0]
 			waiting = waiting[1:]
+			var after *job
+			if len(freed) > 0 {
+				after, freed = freed[0], freed[1:]
+			}
+			if im.job == nil {
+				im.job = b.dev.clk.start(im.created, after)
+			} else {
+				im.job.after = after
+			}
+			b.dev.clk.on(im.job)
 			if p.admitOnStart() {
 				ok, err := admit(im)
 				if err != nil {
@@ -320,6 +343,7 @@ func createGroup(p placement, events []event, chunk int64) error {
 				continue
 			}
 			progress = true
+			b.dev.clk.on(im.job)
 			n, err := p.put(im, min(chunk, im.remaining))
 			if errors.Is(err, errNoSpace) {
 				if err := p.drop(im); err != nil {
@@ -328,6 +352,7 @@ func createGroup(p placement, events []event, chunk int64) error {
 				b.fail(im, reason(err))
 				running = slices.DeleteFunc(running, func(x *image) bool { return x == im })
 				b.removeInFlight(im)
+				end(im)
 				continue
 			}
 			if err != nil {
@@ -342,6 +367,10 @@ func createGroup(p placement, events []event, chunk int64) error {
 				b.stored += im.bytes
 				running = slices.DeleteFunc(running, func(x *image) bool { return x == im })
 				b.removeInFlight(im)
+				end(im)
+				if im.job != nil {
+					im.job.stored = true
+				}
 			}
 		}
 		if !progress && len(running) > 0 {
@@ -373,6 +402,8 @@ func deleteImage(p placement, e event) error {
 		return nil // its create failed: nothing of it is on the device
 	}
 	delete(b.images, e.key())
+	b.dev.clk.start(e.TimeS, nil)
+	defer b.dev.clk.on(nil)
 	if err := p.drop(im); err != nil {
 		return err
 	}
@@ -425,6 +456,7 @@ type metrics struct {
 	PeakLiveBytes          int64    `json:"peak_live_bytes"`
 	PeakOpen               int      `json:"peak_open"`
 	PeakActive             int      `json:"peak_active"`
+	timing                          // with the time model only
 }
 
 // occupancySamples is how many states of every zone are kept for the
@@ -442,6 +474,9 @@ func replay(events []event, g geometry, policy string, pp params, occupancy bool
 		return nil, err
 	}
 	b := p.state()
+	if pp.Costs.on() {
+		b.dev.clk = newClock(pp.Costs)
+	}
 	var s series
 	var zt []float64
 	var zl [][]int
@@ -572,6 +607,7 @@ func summarise(b *base, s *series, events []event) metrics {
 	for _, v := range s.LiveBytes {
 		m.PeakLiveBytes = max(m.PeakLiveBytes, v)
 	}
+	m.timing = b.dev.clk.timing()
 	return m
 }
 

@@ -19,6 +19,7 @@ checkpoint at random times, whose lifetimes spread around the declared one;
 and a share of checkpoints (pin) is kept 4-16 times the declared
 lifetime."""
 import collections
+import concurrent.futures
 import json
 import math
 import os
@@ -32,7 +33,7 @@ from ..measure import Progress
 from ..report import header
 from ..results import Cell
 
-KEYS = ("sweep", "traces", "device")
+KEYS = ("sweep", "traces", "device", "devices")
 SWITCHES = ()
 REPETITIONS = 1  # a replay is deterministic; the seeds are the repetitions
 
@@ -56,6 +57,32 @@ class TraceMix:
 
 
 @dataclass
+class Device:
+    """A device of thousands of zones ([[devices]]): its geometry and time
+    model, the cells replayed on it, and how its traces scale the sweep's
+    (scaled, so that the trace's peak live data fills thousands of its zones
+    and its write rate stays below the device's bandwidth)."""
+    name: str
+    geometry: zns.Geometry
+    costs: zns.Costs
+    fills: list
+    reserves: list
+    seeds: int  # the first this many of the report seeds
+    chunk: int
+    containers: int
+    memory_scale: float
+    interval_scale: float
+    duration_s: float
+
+    def mix(self, m):
+        """The sweep's TraceMix m scaled to this device."""
+        return TraceMix(**dict(vars(m), containers=self.containers,
+                               memory=[units.human_size(int(units.size(x) * self.memory_scale)) for x in m.memory],
+                               intervals_s=[x * self.interval_scale for x in m.intervals_s],
+                               duration_s=self.duration_s))
+
+
+@dataclass
 class Suite(suite.Suite):
     policies: list = field(default_factory=list)
     fills: list = field(default_factory=list)  # fractions
@@ -67,6 +94,9 @@ class Suite(suite.Suite):
     min_capacity: bool = True
     mix: TraceMix = None
     geometry: zns.Geometry = None  # zones is set per cell
+    costs: zns.Costs = None  # the device's time model (None: none)
+    devices: list = field(default_factory=list)  # [Device]
+    jobs: int = 2  # replays run at once
 
     needs_hosts = False
 
@@ -79,7 +109,7 @@ def validate(v, d, s):
         v.fail(("repetitions",), "repetitions: the seeds are the repetitions, want 1")
     w = ("sweep",)
     t = v.typed(d.get("sweep", {}), dict, w, "a [sweep] table")
-    v.keys(t, w, ("policies", "fills", "reserves", "seeds", "tune_seeds", "cleaners", "chunk", "min_capacity"))
+    v.keys(t, w, ("policies", "fills", "reserves", "seeds", "tune_seeds", "cleaners", "chunk", "min_capacity", "jobs"))
     pol = v.typed(t.get("policies", list(zns.POLICIES)), list, w + ("policies",), "a list")
     for x in pol:
         if x not in zns.POLICIES:
@@ -111,6 +141,9 @@ def validate(v, d, s):
     if "chunk" in t:
         s.chunk = units.size(v.unit(units.size, v.typed(t["chunk"], str, w + ("chunk",), "a size"), w + ("chunk",)))
     s.min_capacity = v.typed(t.get("min_capacity", True), bool, w + ("min_capacity",), "true or false")
+    s.jobs = v.typed(t.get("jobs", s.jobs), int, w + ("jobs",), "a number of replays")
+    if s.jobs < 1:
+        v.fail(w + ("jobs",), "jobs: want at least 1")
 
     w = ("traces",)
     t = v.typed(d.get("traces", {}), dict, w, "a [traces] table")
@@ -151,7 +184,56 @@ def validate(v, d, s):
 
     w = ("device",)
     t = v.typed(d.get("device", {}), dict, w, "a [device] table")
-    v.keys(t, w, ("zone_size", "zone_capacity", "max_open", "max_active", "block"))
+    v.keys(t, w, DEVICE_KEYS)
+    s.geometry, s.costs = _device(v, t, w, s.chunk)
+
+    s.devices = []
+    seen = set()
+    for i, t in enumerate(v.typed(d.get("devices", []), list, ("devices",), "an array of [[devices]] tables")):
+        w = ("devices", i)
+        t = v.typed(t, dict, w, "a [[devices]] table")
+        v.keys(t, w, DEVICE_KEYS + ("name", "fills", "reserves", "seeds", "chunk", "containers", "memory_scale",
+                                    "interval_scale", "duration"))
+        name = v.typed(t.get("name", ""), str, w + ("name",), "a name")
+        if not name or name == "main" or name in seen:
+            v.fail(w + ("name",), f"name: want a name of its own (not 'main'), got {name!r}")
+        seen.add(name)
+        chunk = s.chunk
+        if "chunk" in t:
+            chunk = units.size(v.unit(units.size, v.typed(t["chunk"], str, w + ("chunk",), "a size"), w + ("chunk",)))
+        g, c = _device(v, t, w, chunk)
+        fills = [units.percent(v.unit(units.percent, v.typed(f, str, w + ("fills",), "a percentage"), w + ("fills",)))
+                 for f in v.typed(t.get("fills", ["90%", "95%"]), list, w + ("fills",), "a list of percentages")]
+        if not fills or not all(0 < f <= 1 for f in fills):
+            v.fail(w + ("fills",), "fills: want percentages above 0% and at most 100%")
+        reserves = v.typed(t.get("reserves", [0]), list, w + ("reserves",), "a list of zone counts")
+        if not reserves or any(not isinstance(r, int) or r < 0 for r in reserves):
+            v.fail(w + ("reserves",), f"reserves: want zone counts >= 0, got {reserves!r}")
+        seeds = v.typed(t.get("seeds", 5), int, w + ("seeds",), "a number of seeds")
+        if not 1 <= seeds <= s.seeds - s.tune_seeds:
+            v.fail(w + ("seeds",), f"seeds: want 1 to the report seeds ({s.seeds - s.tune_seeds}), got {seeds}")
+        num = lambda k, dflt: v.typed(t.get(k, dflt), (int, float), w + (k,), "a number")
+        dev = Device(name=name, geometry=g, costs=c, fills=fills, reserves=reserves, seeds=seeds, chunk=chunk,
+                     containers=v.typed(t.get("containers", s.mix.containers), int, w + ("containers",), "a number"),
+                     memory_scale=num("memory_scale", 1), interval_scale=num("interval_scale", 1),
+                     duration_s=s.mix.duration_s)
+        if "duration" in t:
+            dev.duration_s = units.duration(v.unit(units.duration, v.typed(t["duration"], str, w + ("duration",),
+                                                                           "a duration"), w + ("duration",)))
+        for k in ("containers", "memory_scale", "interval_scale"):
+            if getattr(dev, k) <= 0:
+                v.fail(w + (k,), f"{k}: want a number above 0")
+        s.devices.append(dev)
+
+
+DEVICE_KEYS = ("zone_size", "zone_capacity", "max_open", "max_active", "block", "write_bw", "zone_bw", "read_bw",
+               "reset_time", "finish_time")
+
+
+def _device(v, t, w, chunk):
+    """A [device] table: (zns.Geometry with a placeholder zone count,
+    zns.Costs or None). Bandwidths are sizes per second ("2000MB"), times
+    durations ("5ms")."""
     g = zns.Geometry()
     size = lambda k: units.size(v.unit(units.size, v.typed(t[k], str, w + (k,), "a size"), w + (k,)))
     for k in ("zone_size", "block"):
@@ -164,9 +246,22 @@ def validate(v, d, s):
     g.zones = max(g.max_open, g.max_active, 1)  # a placeholder: every cell sets its own
     for k, msg in g.problems():
         v.fail(w + (k,), f"{k}: {msg}")
-    for k, msg in zns.placement_problems(g, s.chunk, 0):
-        v.fail(("sweep", k), f"{k}: {msg}")
-    s.geometry = g
+    for k, msg in zns.placement_problems(g, chunk, 0):
+        v.fail(w + (k,), f"{k}: {msg}")
+    c = None
+    if any(k in t for k in ("write_bw", "zone_bw", "read_bw", "reset_time", "finish_time")):
+        c = zns.Costs()
+        for k in ("write_bw", "zone_bw", "read_bw"):
+            if k in t:
+                setattr(c, k, float(size(k)))
+        for k, a in (("reset_time", "reset_s"), ("finish_time", "finish_s")):
+            if k in t:
+                setattr(c, a, units.duration(v.unit(units.duration, v.typed(t[k], str, w + (k,), "a duration"),
+                                                    w + (k,))))
+        for k, msg in c.problems():
+            k = {"reset_s": "reset_time", "finish_s": "finish_time"}.get(k, k)
+            v.fail(w + (k,), f"{k}: {msg}")
+    return g, c
 
 
 def refuse(v, d, kind):
@@ -270,67 +365,106 @@ def lifetimes(events):
 
 # --- the run ----------------------------------------------------------------
 
-METRICS = ("creates", "failed", "host_bytes", "relocated_bytes", "write_amplification", "util_used_mean", "resets")
+METRICS = ("creates", "failed", "host_bytes", "relocated_bytes", "write_amplification", "util_used_mean", "resets",
+           "gc_runs")
+TIME_METRICS = ("create_latency_p50_s", "create_latency_p99_s", "create_latency_max_s", "stall_p99_s", "stall_max_s",
+                "stall_total_s", "stalled_creates")
 
 
-def _replay(path, g, policies, chunk, reserve, cleaner):
-    outs = zns.replay_trace(path, g, policies, chunk, reserve, 0, cleaner=cleaner)
-    return {o.policy: {k: o.metrics[k] for k in METRICS} for o in outs}
+def _replay(path, g, policies, chunk, reserve, cleaner, costs=None):
+    outs = zns.replay_trace(path, g, policies, chunk, reserve, 0, cleaner=cleaner, costs=costs)
+    keys = METRICS + (TIME_METRICS if costs else ())
+    return {o.policy: {k: o.metrics.get(k) for k in keys} for o in outs}
+
+
+def sized(g0, zones):
+    """g0 with zones zones (its open and active limits at most that)."""
+    g = zns.Geometry(**dict(vars(g0), zones=zones))
+    g.max_open, g.max_active = min(g.max_open, zones), min(g.max_active, zones)
+    return g
+
+
+def fill_zones(peak, g0, reserve, fill):
+    """The zones of a device whose zones outside the reserve hold peak at fill."""
+    return reserve + math.ceil(peak / (fill * g0.zone_capacity))
 
 
 def run(r):
     """Every seed's trace on a device of every reserve and fill under every
     policy; the baselines' cleaner chosen on the tuning seeds (the first
-    tune_seeds), then every policy replayed on the others with it; and on
-    those, the smallest device each policy needs for the trace."""
+    tune_seeds), then every policy replayed on the others with it, with the
+    device's time model if it has one; then, on the first report seeds, each
+    [[devices]] device with its own (scaled) traces; and, with min_capacity,
+    the smallest device each policy needs for the report seeds' traces.
+    Replays run jobs at a time; the results are in the same order whatever
+    the jobs."""
     s = r.s
     doc = r.results.doc
     g0 = s.geometry
     doc["sweep"] = {"policies": s.policies, "fills": s.fills, "reserves": s.reserves, "seeds": s.seeds,
                     "tune_seeds": s.tune_seeds, "cleaners": s.cleaners, "chunk": s.chunk,
-                    "traces": dict(vars(s.mix)), "device": {k: v for k, v in vars(g0).items() if k != "zones"}}
+                    "traces": dict(vars(s.mix)), "device": {k: v for k, v in vars(g0).items() if k != "zones"},
+                    "costs": dict(vars(s.costs)) if s.costs else None,
+                    "devices": [{"name": d.name, "geometry": {k: v for k, v in vars(d.geometry).items() if k != "zones"},
+                                 "costs": dict(vars(d.costs)) if d.costs else None, "fills": d.fills,
+                                 "reserves": d.reserves, "seeds": d.seeds, "chunk": d.chunk,
+                                 "traces": dict(vars(d.mix(s.mix)))} for d in s.devices]}
     tdir = os.path.join(r.tmp, "traces")
     os.makedirs(tdir, exist_ok=True)
-    traces = {}
-    for seed in range(1, s.seeds + 1):
-        events = generate(s.mix, seed)
-        path = os.path.join(tdir, f"seed{seed}.csv")
-        zns.write_trace(path, events)
-        info = zns.describe_trace(events)
-        traces[seed] = (path, peak_live(events, g0))
-        doc.setdefault("traces", {})[str(seed)] = {
-            "creates": info["creates"], "deletes": info["deletes"], "bytes": info["bytes"],
-            "peak_live_bytes": traces[seed][1], "sha256": zns.trace_digest(path), **lifetimes(events)}
-    r.results.save()
-
-    def geometry(seed, reserve, fill):
-        zones = reserve + math.ceil(traces[seed][1] / (fill * g0.zone_capacity))
-        g = zns.Geometry(**dict(vars(g0), zones=zones))
-        g.max_open, g.max_active = min(g.max_open, zones), min(g.max_active, zones)
-        return g
-
-    def add(seed, half, reserve, fill, g, cleaner_of, got, scenario="sweep"):
-        for p, m in got.items():
-            r.results.append(Cell(p, params={"reserve": reserve, "cleaner": cleaner_of(p)}, scenario=scenario,
-                                  kind_fields={"policy": p, "seed": seed, "half": half, "reserve": reserve,
-                                               "fill": fill, "zones": g.zones}).entry(metrics=m))
-
     tune = range(1, s.tune_seeds + 1)
     report = range(s.tune_seeds + 1, s.seeds + 1)
+
+    def trace(device, mix, seed, g):
+        events = generate(mix, seed)
+        path = os.path.join(tdir, f"{device}-seed{seed}.csv")
+        zns.write_trace(path, events)
+        info = zns.describe_trace(events)
+        peak = peak_live(events, g)
+        key = "traces" if device == "main" else f"traces:{device}"
+        doc.setdefault(key, {})[str(seed)] = {
+            "creates": info["creates"], "deletes": info["deletes"], "bytes": info["bytes"], "duration_s":
+            max((e.time_s for e in events), default=0), "peak_live_bytes": peak, "sha256": zns.trace_digest(path),
+            **lifetimes(events)}
+        return path, peak
+
+    traces = {("main", seed): trace("main", s.mix, seed, g0) for seed in range(1, s.seeds + 1)}
+    for d in s.devices:
+        for seed in list(report)[:d.seeds]:
+            traces[(d.name, seed)] = trace(d.name, d.mix(s.mix), seed, d.geometry)
+    r.results.save()
+
+    # A task: (device, seed, half, reserve, fill, geometry, chunk, cleaner, policies, costs, cleaner_of).
+    def execute(tasks, label):
+        zns.replayer()  # built once, before the replays that run it at once
+        prog = Progress(len(tasks))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=s.jobs) as pool:
+            futs = [pool.submit(_replay, traces[(t[0], t[1])][0], t[5], t[8], t[6], t[3], t[7], t[9]) for t in tasks]
+            for i, (t, f) in enumerate(zip(tasks, futs)):
+                got = f.result()
+                device, seed, half, reserve, fill, g, _, _, _, _, cleaner_of = t
+                for p, m in got.items():
+                    doc["results"].append(Cell(p, params={"reserve": reserve, "cleaner": cleaner_of(p)},
+                                               scenario="sweep",
+                                               kind_fields={"policy": p, "seed": seed, "half": half,
+                                                            "reserve": reserve, "fill": fill, "zones": g.zones,
+                                                            "device": device}).entry(metrics=m))
+                prog.step(f"{label}: {device} seed {seed} reserve {reserve} fill {fill:.0%} {t[7]}")
+                if i % 100 == 99:
+                    r.results.save()
+        r.results.save()
+
     cells = [(rv, f) for rv in s.reserves for f in s.fills]
-    prog = Progress(len(tune) * len(cells) * len(s.cleaners) + len(report) * len(cells)
-                    + (len(report) * len(s.reserves) if s.min_capacity else 0))
     with_cleaner = [p for p in s.policies if p in BASELINES_WITH_CLEANER]
+    tasks = []
     for seed in tune:
         for reserve, fill in cells:
-            g = geometry(seed, reserve, fill)
+            g = sized(g0, fill_zones(traces[("main", seed)][1], g0, reserve, fill))
             for c in s.cleaners:
                 pols = s.policies if c == s.cleaners[0] else with_cleaner
-                if not pols:
-                    continue
-                got = _replay(traces[seed][0], g, pols, s.chunk, reserve, c)
-                add(seed, "tune", reserve, fill, g, lambda p, c=c: c if p in BASELINES_WITH_CLEANER else None, got)
-                prog.step(f"tune seed {seed} reserve {reserve} fill {fill:.0%} {c}")
+                if pols:
+                    tasks.append(("main", seed, "tune", reserve, fill, g, s.chunk, c, pols, s.costs,
+                                  lambda p, c=c: c if p in BASELINES_WITH_CLEANER else None))
+    execute(tasks, "tune")
     chosen = choose_cleaners(doc, s)
     doc["chosen_cleaners"] = chosen
     r.results.save()
@@ -338,27 +472,34 @@ def run(r):
     by_cleaner = collections.defaultdict(list)
     for p in s.policies:
         by_cleaner[chosen.get(p, s.cleaners[0])].append(p)
+    tasks = []
     for seed in report:
         for reserve, fill in cells:
-            g = geometry(seed, reserve, fill)
+            g = sized(g0, fill_zones(traces[("main", seed)][1], g0, reserve, fill))
             for c, pols in by_cleaner.items():
-                got = _replay(traces[seed][0], g, pols, s.chunk, reserve, c)
-                add(seed, "report", reserve, fill, g, lambda p: chosen.get(p), got)
-            prog.step(f"report seed {seed} reserve {reserve} fill {fill:.0%}")
+                tasks.append(("main", seed, "report", reserve, fill, g, s.chunk, c, pols, s.costs, chosen.get))
+    for d in s.devices:
+        for seed in list(report)[:d.seeds]:
+            for reserve in d.reserves:
+                for fill in d.fills:
+                    g = sized(d.geometry, fill_zones(traces[(d.name, seed)][1], d.geometry, reserve, fill))
+                    for c, pols in by_cleaner.items():
+                        tasks.append((d.name, seed, "report", reserve, fill, g, d.chunk, c, pols, d.costs, chosen.get))
+    execute(tasks, "report")
     if not s.min_capacity:
         return
+    prog = Progress(len(report) * len(s.reserves))
     for seed in report:
         for reserve in s.reserves:
             for p in s.policies:
-                zones, m = min_capacity(traces[seed][0], traces[seed][1], g0, p, s.chunk, reserve,
-                                        chosen.get(p, s.cleaners[0]))
+                path, peak = traces[("main", seed)]
+                zones, m = min_capacity(path, peak, g0, p, s.chunk, reserve, chosen.get(p, s.cleaners[0]))
                 device = zones * g0.zone_capacity if zones else None
                 r.results.append(Cell(p, params={"reserve": reserve, "cleaner": chosen.get(p)},
                                       scenario="min-capacity",
                                       kind_fields={"policy": p, "seed": seed, "half": "report", "reserve": reserve,
-                                                   "fill": None, "zones": zones}).entry(
-                    metrics={"device_over_peak": round(device / traces[seed][1], 4) if device else None,
-                             **(m or {})}))
+                                                   "fill": None, "zones": zones, "device": "main"}).entry(
+                    metrics={"device_over_peak": round(device / peak, 4) if device else None, **(m or {})}))
             prog.step(f"min capacity seed {seed} reserve {reserve}")
 
 
@@ -451,10 +592,10 @@ def ci_text(xs):
     return "-" if m is None else f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def _cells(doc, scenario="sweep", half="report"):
+def _cells(doc, scenario="sweep", half="report", device="main"):
     out = collections.defaultdict(dict)  # (policy, reserve, fill) -> seed -> metrics
     for e in doc["results"]:
-        if e["scenario"] == scenario and e.get("half") == half:
+        if e["scenario"] == scenario and e.get("half") == half and e.get("device", "main") == device:
             out[(e["policy"], e["reserve"], e["fill"])][e["seed"]] = e["metrics"]
     return out
 
@@ -463,15 +604,25 @@ def _wa(m):
     return m["write_amplification"] if m["write_amplification"] is not None else 1.0
 
 
-def summary_table(doc):
+def _space(doc, device):
+    """(reserves, fills, zone capacity, traces) of device's cells."""
     sw = doc["sweep"]
-    cells = _cells(doc)
+    if device == "main":
+        return sw["reserves"], sw["fills"], sw.get("device", {}).get("zone_capacity"), doc.get("traces", {})
+    d = next(x for x in sw["devices"] if x["name"] == device)
+    return d["reserves"], d["fills"], d["geometry"]["zone_capacity"], doc.get(f"traces:{device}", {})
+
+
+def summary_table(doc, device="main"):
+    sw = doc["sweep"]
+    cells = _cells(doc, device=device)
+    reserves, fills, _, _ = _space(doc, device)
     lines = []
-    for reserve in sw["reserves"]:
+    for reserve in reserves:
         lines += [f"Reserve {reserve}: write amplification, mean over the report seeds [95% bootstrap interval]; "
                   "failed creates per trace, mean.", "",
                   "| fill | " + " | ".join(sw["policies"]) + " |", "| --- |" + " --- |" * len(sw["policies"])]
-        for fill in sw["fills"]:
+        for fill in fills:
             row = [f"{fill:.0%}"]
             for p in sw["policies"]:
                 c = cells.get((p, reserve, fill), {})
@@ -482,7 +633,39 @@ def summary_table(doc):
     return "\n".join(lines)
 
 
-def verdicts(doc, against="zone-pack"):
+def latency_table(doc, device="main"):
+    """Per reserve and fill, every policy's create latency: the median and
+    the 99th percentile over a trace's stored creates, and its relocation
+    stall's 99th percentile, each a mean over the report seeds, the p99
+    with its 95% bootstrap interval; "" when the device has no time model."""
+    sw = doc["sweep"]
+    cells = _cells(doc, device=device)
+    reserves, fills, _, _ = _space(doc, device)
+    if not any(m.get("create_latency_p99_s") is not None for c in cells.values() for m in c.values()):
+        return ""
+    lines = []
+    for reserve in reserves:
+        lines += [f"Reserve {reserve}: create latency in ms, p50 / p99 [95% interval of the p99's mean]; "
+                  "relocation stall p99, means over the report seeds.", "",
+                  "| fill | " + " | ".join(sw["policies"]) + " |", "| --- |" + " --- |" * len(sw["policies"])]
+        for fill in fills:
+            row = [f"{fill:.0%}"]
+            for p in sw["policies"]:
+                c = list(cells.get((p, reserve, fill), {}).values())
+                p50 = [x["create_latency_p50_s"] for x in c if x.get("create_latency_p50_s") is not None]
+                m, lo, hi = mean_ci([x.get("create_latency_p99_s") for x in c])
+                st = [x["stall_p99_s"] for x in c if x.get("stall_p99_s") is not None]
+                if m is None:
+                    row.append("-")
+                    continue
+                row.append(f"{1e3 * statistics.fmean(p50):.0f} / {1e3 * m:.0f} [{1e3 * lo:.0f}, {1e3 * hi:.0f}]; "
+                           f"stall {1e3 * statistics.fmean(st):.0f}")
+            lines.append("| " + " | ".join(row) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def verdicts(doc, against="zone-pack", device="main"):
     """zone-pack against every other policy in every reserve and fill, paired
     by seed over the report seeds: the mean difference (zone-pack's minus
     the other's) of failed creates and of write amplification, each with
@@ -491,12 +674,15 @@ def verdicts(doc, against="zone-pack"):
     when its interval does, unless the mean difference of failed creates
     goes the other way ('mixed': lower write amplification for more failed
     creates, or the reverse); else they 'tie'. No correction for the number
-    of comparisons: a table of them is read as a pattern, not one by one."""
+    of comparisons: a table of them is read as a pattern, not one by one.
+    With a time model, the 99th percentile of create latency is compared
+    the same way, on its own (latency: wins, loses or ties)."""
     sw = doc["sweep"]
-    cells = _cells(doc)
+    cells = _cells(doc, device=device)
+    reserves, fills, _, _ = _space(doc, device)
     out = []
-    for reserve in sw["reserves"]:
-        for fill in sw["fills"]:
+    for reserve in reserves:
+        for fill in fills:
             mine = cells.get((against, reserve, fill), {})
             for p in sw["policies"]:
                 if p == against:
@@ -514,29 +700,37 @@ def verdicts(doc, against="zone-pack"):
                     v, on = ("wins" if w[0] < 0 else "loses"), "write amplification"
                     if f[0] != 0 and (f[0] < 0) != (w[0] < 0):
                         v = "mixed"  # the other way on failed creates, if not significantly
-                out.append({"reserve": reserve, "fill": fill, "policy": p, "n": len(seeds),
-                            "failed_diff": list(f), "wa_diff": list(w), "verdict": v, "on": on})
+                e = {"reserve": reserve, "fill": fill, "policy": p, "n": len(seeds),
+                     "failed_diff": list(f), "wa_diff": list(w), "verdict": v, "on": on}
+                if all(mine[k].get("create_latency_p99_s") is not None and
+                       other[k].get("create_latency_p99_s") is not None for k in seeds):
+                    d = mean_ci([mine[k]["create_latency_p99_s"] - other[k]["create_latency_p99_s"] for k in seeds])
+                    e["p99_latency_diff_s"] = list(d)
+                    e["latency"] = ("wins" if d[0] < 0 else "loses") if d[1] > 0 or d[2] < 0 else "ties"
+                if device != "main":
+                    e["device"] = device
+                out.append(e)
     return out
 
 
-def safe_fill_table(doc):
+def safe_fill_table(doc, device="main"):
     """Per reserve and policy: the device (every zone) over the peak live
     data at the largest swept fill at which the policy fails no create,
     nor at any smaller fill, per report seed; mean [95% bootstrap
     interval], and how many seeds failed even at the smallest fill."""
     sw = doc["sweep"]
-    cells = _cells(doc)
-    cap = sw["device"]["zone_capacity"]
+    cells = _cells(doc, device=device)
+    reserves, fills, cap, traces = _space(doc, device)
     lines = ["| reserve | " + " | ".join(sw["policies"]) + " |", "| --- |" + " --- |" * len(sw["policies"])]
-    for reserve in sw["reserves"]:
+    for reserve in reserves:
         row = [str(reserve)]
         for p in sw["policies"]:
             xs, none = [], 0
-            seeds = sorted(set().union(*(cells.get((p, reserve, f), {}).keys() for f in sw["fills"])))
+            seeds = sorted(set().union(*(cells.get((p, reserve, f), {}).keys() for f in fills)))
             for seed in seeds:
-                peak = doc["traces"][str(seed)]["peak_live_bytes"]
+                peak = traces[str(seed)]["peak_live_bytes"]
                 best = None
-                for f in sorted(sw["fills"]):
+                for f in sorted(fills):
                     m = cells.get((p, reserve, f), {}).get(seed)
                     if m is None or m["failed"] > 0:
                         break
@@ -546,11 +740,11 @@ def safe_fill_table(doc):
                     continue
                 zones = next(e["zones"] for e in doc["results"] if e["scenario"] == "sweep" and e["policy"] == p
                              and e["seed"] == seed and e["reserve"] == reserve and e["fill"] == best
-                             and e.get("half") == "report")
+                             and e.get("half") == "report" and e.get("device", "main") == device)
                 xs.append(zones * cap / peak)
             cell = ci_text(xs)
             if none:
-                cell += f" ({none} fail at {min(sw['fills']):.0%})"
+                cell += f" ({none} fail at {min(fills):.0%})"
             row.append(cell)
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
@@ -596,6 +790,7 @@ def write(outdir, doc):
         f"max open {g['max_open']}, max active {g['max_active']}, {g['block']}-byte blocks; zones = reserve + "
         "ceil(peak live / (fill x zone capacity)), so fill is the trace's peak live data over the zones outside "
         "the reserve",
+        f"- time model: {costs_text(sw.get('costs'))}",
         f"- reserves {', '.join(map(str, sw['reserves']))}; fills {', '.join(f'{f:.0%}' for f in sw['fills'])}; "
         f"cleaners chosen on the tuning seeds: "
         + ", ".join(f"{p} {c}" for p, c in doc.get("chosen_cleaners", {}).items()),
@@ -605,22 +800,19 @@ def write(outdir, doc):
         ""]
     for p in plots:
         md += [f"![{p}]({p})", ""]
+    lt = latency_table(doc)
+    if lt:
+        md += ["## Create latency and relocation stalls", "",
+               "A create's latency runs from its arrival in the trace to its last byte on the device, relocation "
+               "on its path (its stall) and waiting for the device or a stream slot included (the time model: "
+               "docs/patches.md). Failed creates have none.", "", lt]
     md += ["## zone-pack against each policy", "",
            "Paired by seed over the report seeds: the mean difference, zone-pack's minus the other's (negative: "
            "zone-pack lower), [95% bootstrap interval]. zone-pack wins or loses on failed creates where their "
            "interval excludes 0, else on write amplification where its interval does (mixed: the mean of failed "
            "creates goes the other way); else a tie. No correction for the number of comparisons.", "",
-           "| reserve | fill | against | verdict | on | failed creates (diff) | write amplification (diff) |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
-    for v in vs:
-        f, w = v["failed_diff"], v["wa_diff"]
-        md.append(f"| {v['reserve']} | {v['fill']:.0%} | {v['policy']} | {v['verdict']} | {v['on'] or '-'} | "
-                  f"{f[0]:+.2f} [{f[1]:+.2f}, {f[2]:+.2f}] | {w[0]:+.4f} [{w[1]:+.4f}, {w[2]:+.4f}] |")
-    count = collections.Counter((v["policy"], v["verdict"]) for v in vs)
-    md += ["", "In all: " + "; ".join(
-        f"against {p}: {count[(p, 'wins')]} wins, {count[(p, 'ties')]} ties, {count[(p, 'mixed')]} mixed, "
-        f"{count[(p, 'loses')]} losses"
-        for p in sw["policies"] if p != "zone-pack") + ".", ""]
+           "The latency verdict compares the 99th percentile of create latency the same way, on its own.", ""]
+    md += verdict_lines(vs, sw["policies"])
     md += ["## The smallest device each policy needs", "",
            "From the sweep itself: the device's capacity (every zone, the reserve's too) over the trace's peak "
            "live data at the largest swept fill at which the policy fails no create (nor at a smaller one), "
@@ -631,11 +823,76 @@ def write(outdir, doc):
         md += ["By bisection over the zone count (" + f"{len(mins)} seed and reserve pairs):", "",
                "the fewest zones on which the policy fails no create, the same ratio; 1.0 would be a device "
                "exactly as large as the peak.", "", min_capacity_table(doc), ""]
+    for d in sw.get("devices", []):
+        md += device_section(doc, d)
+        vs += verdicts(doc, device=d["name"])
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n".join(md))
     with open(os.path.join(outdir, "verdicts.json"), "w") as f:
         json.dump(vs, f, indent=1)
     return doc
+
+
+def costs_text(c):
+    if not c:
+        return "none (no latency)"
+    mb = lambda x: f"{x / 1e6:g} MB/s"
+    return (f"the device appends {mb(c['write_bw'])} in all, a zone {mb(c['zone_bw'] or c['write_bw'])}, reads "
+            f"{mb(c['read_bw'] or c['write_bw'])}; a reset takes {1e3 * c['reset_s']:g} ms, a finish "
+            f"{1e3 * c['finish_s']:g} ms")
+
+
+def verdict_lines(vs, policies):
+    """The verdicts' table and their count per policy."""
+    timed = any("latency" in v for v in vs)
+    md = ["| reserve | fill | against | verdict | on | failed creates (diff) | write amplification (diff) |"
+          + (" p99 latency, ms (diff) | latency |" if timed else ""),
+          "| --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if timed else "")]
+    for v in vs:
+        f, w = v["failed_diff"], v["wa_diff"]
+        row = (f"| {v['reserve']} | {v['fill']:.0%} | {v['policy']} | {v['verdict']} | {v['on'] or '-'} | "
+               f"{f[0]:+.2f} [{f[1]:+.2f}, {f[2]:+.2f}] | {w[0]:+.4f} [{w[1]:+.4f}, {w[2]:+.4f}] |")
+        if timed:
+            d = v.get("p99_latency_diff_s")
+            row += (f" {1e3 * d[0]:+.0f} [{1e3 * d[1]:+.0f}, {1e3 * d[2]:+.0f}] | {v['latency']} |" if d
+                    else " - | - |")
+        md.append(row)
+    count = collections.Counter((v["policy"], v["verdict"]) for v in vs)
+    lcount = collections.Counter((v["policy"], v.get("latency")) for v in vs)
+    md += ["", "In all: " + "; ".join(
+        f"against {p}: {count[(p, 'wins')]} wins, {count[(p, 'ties')]} ties, {count[(p, 'mixed')]} mixed, "
+        f"{count[(p, 'loses')]} losses"
+        + (f" (p99 latency: {lcount[(p, 'wins')]} wins, {lcount[(p, 'ties')]} ties, {lcount[(p, 'loses')]} losses)"
+           if timed else "")
+        for p in policies if p != "zone-pack") + ".", ""]
+    return md
+
+
+def device_section(doc, d):
+    """The report of a [[devices]] device: its setup, write amplification,
+    failed creates, latency, the verdicts and the smallest device."""
+    g, tm = d["geometry"], d["traces"]
+    ts = doc.get(f"traces:{d['name']}", {})
+    zones = [e["zones"] for e in doc["results"] if e.get("device") == d["name"]]
+    md = [f"## Device {d['name']}", "",
+          f"- zones of {units.human_size(g['zone_size'])} (capacity {units.human_size(g['zone_capacity'])}), max open "
+          f"{g['max_open']}, max active {g['max_active']}; {min(zones, default=0)} to {max(zones, default=0)} zones "
+          f"over the cells; chunk {units.human_size(d['chunk'])}",
+          f"- time model: {costs_text(d.get('costs'))}",
+          f"- traces: report seeds {', '.join(sorted(ts, key=int))}, each {tm['containers']} containers of "
+          f"{', '.join(tm['memory'])}, intervals {', '.join(f'{x:g}' for x in tm['intervals_s'])} s, over "
+          f"{tm['duration_s']:g} s (the sweep's mix otherwise); about "
+          f"{statistics.fmean(t['creates'] for t in ts.values()):.0f} creates and "
+          f"{statistics.fmean(t['peak_live_bytes'] for t in ts.values()) / 2**30:.0f} GiB peak live data each, "
+          f"written at {statistics.fmean(t['bytes'] / max(t['duration_s'], 1) for t in ts.values()) / 1e6:.0f} MB/s "
+          "on average" if ts else "- traces: none",
+          f"- reserves {', '.join(map(str, d['reserves']))}; fills {', '.join(f'{f:.0%}' for f in d['fills'])}; the "
+          "cleaners chosen on the sweep's tuning seeds", "",
+          summary_table(doc, d["name"]), latency_table(doc, d["name"])]
+    md += verdict_lines(verdicts(doc, device=d["name"]), doc["sweep"]["policies"])
+    md += ["The smallest device from the fills swept (the same ratio as above):", "",
+           safe_fill_table(doc, d["name"]), ""]
+    return md
 
 
 COLOURS = {"shared-log": "tab:gray", "zone-aware": "tab:brown", "multi-log": "tab:blue", "zone-tail": "tab:olive",
@@ -645,7 +902,8 @@ COLOURS = {"shared-log": "tab:gray", "zone-aware": "tab:brown", "multi-log": "ta
 def plot(doc, outdir):
     """zns-sweep-wa.png: write amplification against fill, a panel per
     reserve, a line per policy with its interval; zns-sweep-failed.png: the
-    failed creates the same way."""
+    failed creates the same way; zns-sweep-latency.png: the p99 of create
+    latency, with a time model."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -655,8 +913,12 @@ def plot(doc, outdir):
     sw = doc["sweep"]
     cells = _cells(doc)
     out = []
-    for name, fn, ylabel in (("zns-sweep-wa.png", _wa, "write amplification"),
-                             ("zns-sweep-failed.png", lambda m: m["failed"], "failed creates per trace")):
+    figs = [("zns-sweep-wa.png", _wa, "write amplification"),
+            ("zns-sweep-failed.png", lambda m: m["failed"], "failed creates per trace")]
+    if any(m.get("create_latency_p99_s") is not None for c in cells.values() for m in c.values()):
+        figs.append(("zns-sweep-latency.png", lambda m: None if m.get("create_latency_p99_s") is None
+                     else 1e3 * m["create_latency_p99_s"], "p99 create latency (ms)"))
+    for name, fn, ylabel in figs:
         fig, axes = plt.subplots(1, len(sw["reserves"]), figsize=(4.2 * len(sw["reserves"]), 3.6), sharey=True,
                                  squeeze=False)
         for ax, reserve in zip(axes[0], sw["reserves"]):

@@ -39,6 +39,30 @@ max_open = 6
 max_active = 6
 """
 
+# The same with a time model and a device of its own.
+TIMED = SWEEP + """\
+write_bw = "400MB"
+zone_bw = "100MB"
+reset_time = "5ms"
+
+[[devices]]
+name = "big"
+zone_size = "16MiB"
+zone_capacity = "12MiB"
+max_open = 8
+max_active = 8
+write_bw = "800MB"
+zone_bw = "50MB"
+fills = ["90%"]
+reserves = [1]
+seeds = 2
+chunk = "2MiB"
+containers = 8
+memory_scale = 2
+interval_scale = 2
+duration = "40m"
+"""
+
 
 class TraceTest(unittest.TestCase):
     def test_same_seed_same_trace_and_it_replays(self):
@@ -100,6 +124,19 @@ class SuiteTest(unittest.TestCase):
         self.assertEqual((s.geometry.zone_size, s.geometry.zone_capacity), (8 * MiB, 8 * MiB))
         self.assertEqual((s.mix.containers, s.mix.intervals_s, s.mix.duration_s), (4, [60.0, 120.0], 1200.0))
 
+    def test_time_model_and_devices(self):
+        s = self.load(TIMED)
+        self.assertEqual(s.costs, zns.Costs(write_bw=400e6, zone_bw=100e6, reset_s=0.005))
+        self.assertEqual(len(s.devices), 1)
+        d = s.devices[0]
+        self.assertEqual((d.name, d.geometry.zone_capacity, d.geometry.max_active, d.fills, d.reserves, d.seeds,
+                          d.chunk), ("big", 12 * MiB, 8, [0.9], [1], 2, 2 * MiB))
+        self.assertEqual(d.costs, zns.Costs(write_bw=800e6, zone_bw=50e6))
+        m = d.mix(s.mix)
+        self.assertEqual((m.containers, m.memory, m.intervals_s, m.duration_s),
+                         (8, ["16MiB", "32MiB"], [120.0, 240.0], 2400.0))
+        self.assertIsNone(self.load(SWEEP).costs)
+
     def test_errors_name_the_line(self):
         for old, new, want in (
             ('fills = ["60%", "95%"]', 'fills = ["60%", "0%"]', r":6: fills: want above 0% and at most 100%"),
@@ -113,6 +150,18 @@ class SuiteTest(unittest.TestCase):
         ):
             with self.subTest(want=want):
                 self.assertRegex(self.error(SWEEP.replace(old, new)), want)
+        for old, new, want in (
+            ('zone_bw = "100MB"', 'zone_bw = "500MB"', r":23: zone_bw: a zone cannot append faster than the device"),
+            ('reset_time = "5ms"', 'reset_time = "5"', r":24: reset_time: bad duration"),
+            ('name = "big"', 'name = "main"', r":27: name: want a name of its own"),
+            ("seeds = 2\nchunk", "seeds = 3\nchunk", r":36: seeds: want 1 to the report seeds \(2\)"),
+            ("memory_scale = 2", "memory_scale = 0", r":39: memory_scale: want a number above 0"),
+            ('zone_capacity = "12MiB"', 'zone_capacity = "17MiB"', r":29: zone_capacity: capacity 17MiB"),
+        ):
+            with self.subTest(want=want):
+                self.assertRegex(self.error(TIMED.replace(old, new)), want)
+        self.assertRegex(self.error(SWEEP.replace('zone_size = "8MiB"', 'zone_size = "8MiB"\nzone_bw = "1MB"')),
+                         r":18: write_bw: want the device's bandwidth")
         zns_suite = 'name = "z"\nkind = "zns"\n[sweep]\nseeds = 2\n'
         self.assertRegex(self.error(zns_suite), r"sweep belongs to zns-sweep suites, not zns")
 
@@ -203,6 +252,51 @@ class RunTest(unittest.TestCase):
                 self.assertEqual(len(json.load(f)), 2 * 2 * 2)
             for png in ("zns-sweep-wa.png", "zns-sweep-failed.png"):
                 self.assertGreater(os.path.getsize(os.path.join(out, png)), 1000)
+
+    def run_sweep(self, text, jobs):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s.toml")
+            with open(path, "w") as f:
+                f.write(text.replace("tune_seeds = 2", f"tune_seeds = 2\njobs = {jobs}"))
+            out = os.path.join(d, "out")
+            os.makedirs(out)
+            with contextlib.redirect_stderr(io.StringIO()):
+                self.assertTrue(runner.Runner(suite.load(path), out).run())
+            report.write(out)
+            with open(os.path.join(out, "report.md")) as f:
+                md = f.read()
+            return report.load(out), md, os.path.exists(os.path.join(out, "zns-sweep-latency.png"))
+
+    def test_timed_sweep_with_a_device_of_its_own(self):
+        doc, md, png = self.run_sweep(TIMED, 2)
+        main = [e for e in doc["results"] if e["device"] == "main" and e["half"] == "report" and e["scenario"] == "sweep"]
+        big = [e for e in doc["results"] if e["device"] == "big"]
+        self.assertEqual(len(main), 2 * 4 * 3)
+        self.assertEqual(len(big), 2 * 1 * 1 * 3)  # seeds 3 and 4, one reserve, one fill, 3 policies
+        self.assertEqual({e["seed"] for e in big}, {3, 4})  # report seeds only
+        for e in main + big:
+            m = e["metrics"]
+            if m["creates"] > m["failed"]:
+                # A create takes at least its share of the trace's bytes at a zone's bandwidth.
+                self.assertGreater(m["create_latency_p99_s"], 0)
+                self.assertLessEqual(m["create_latency_p50_s"], m["create_latency_p99_s"])
+                self.assertLessEqual(m["stall_p99_s"], m["stall_max_s"])
+            if m["gc_runs"] == 0:  # no relocation, no stall
+                self.assertEqual((m["stall_total_s"], m["stalled_creates"]), (0, 0))
+            if m["relocated_bytes"] > 0:  # reads and writes of the collector take time
+                self.assertGreater(m["stall_total_s"], 0)
+        for e in big:  # its own traces, on devices sized for them
+            self.assertEqual(e["metrics"]["creates"], doc["traces:big"][str(e["seed"])]["creates"])
+            peak = doc["traces:big"][str(e["seed"])]["peak_live_bytes"]
+            self.assertLessEqual(peak / ((e["zones"] - 1) * 12 * MiB), 0.9 + 1e-9)
+        for title in ("## Create latency and relocation stalls", "## Device big", "p99 latency, ms (diff)"):
+            self.assertIn(title, md)
+        self.assertTrue(png)
+        # The same results whatever the replays run at once.
+        doc1, _, _ = self.run_sweep(TIMED, 1)
+        strip = lambda d: [(e["device"], e["seed"], e["half"], e["reserve"], e["fill"], e["policy"], e["metrics"])
+                           for e in d["results"]]
+        self.assertEqual(strip(doc), strip(doc1))
 
 
 if __name__ == "__main__":
