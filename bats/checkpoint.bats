@@ -212,6 +212,76 @@ sys.exit(0 if t1 - t0 >= 3.0 and half >= images / 4 and total >= images else 1)
 	assert_success
 }
 
+# device_bytes_check samples t0 t1 images cap-bytes-per-s-or-0: what the
+# data-root's disk took from t0 to t1 (the whole checkpoint, dump included):
+# at most 1.5x the images' bytes (once, plus the others' writes on a shared
+# disk; a dump that reaches the disk before the paced write makes it 2x),
+# and, with a cap, at most 2x the cap over any one-second window (the dump
+# flushed at the disk's speed makes it several times the cap).
+device_bytes_check() {
+	run env PYTHONPATH="$AB_ROOT/hack" python3 -c '
+import sys
+import diskstats
+rows = diskstats.read(sys.argv[1])
+t0, t1, images, cap = float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+total, worst = diskstats.written(rows, t0, t1), diskstats.worst_window(rows, t0, t1)
+print(f"checkpoint {t1 - t0:.2f} s; images {images >> 20} MiB; the device took {total >> 20} MiB "
+      f"({total / images:.2f}x), at most {worst / 2**20:.0f} MiB/s over 1 s" + (f" ({worst / cap:.2f}x the cap)" if cap else ""))
+ok = total <= 1.5 * images and (not cap or worst <= 2 * cap)
+sys.exit(0 if ok else 1)
+' "$@"
+	echo "# $output" >&3
+	assert_success
+}
+
+# checkpoint_on_device name checkpoint [args...]: docker checkpoint create
+# name checkpoint args while the data-root's disk is sampled; sets t0, t1
+# and written (the images' bytes, from the daemon's log).
+checkpoint_on_device() {
+	local name=$1 cp=$2
+	shift 2
+	dev=$(python3 "$AB_ROOT/hack/diskstats.py" disk /var/lib/moby-ab/patched)
+	sync
+	: >"$BATS_TEST_TMPDIR/samples"
+	python3 "$AB_ROOT/hack/diskstats.py" sample "$dev" "$BATS_TEST_TMPDIR/samples" &
+	echo $! >"$BATS_TEST_TMPDIR/sampler.pid"
+	wait_for 5 test -s "$BATS_TEST_TMPDIR/samples"
+	t0=$(date +%s.%N)
+	docker checkpoint create "$@" "$name" "$cp" >/dev/null
+	t1=$(date +%s.%N)
+	sleep 0.3 # a last sample after the end
+	kill "$(cat "$BATS_TEST_TMPDIR/sampler.pid")"
+	rm "$BATS_TEST_TMPDIR/sampler.pid"
+	line=$(grep 'Checkpoint created' /var/lib/moby-ab/patched/dockerd.log | grep "checkpoint=$cp")
+	[[ "$line" =~ written=([0-9]+) ]]
+	written=${BASH_REMATCH[1]}
+}
+
+@test "patched: a checkpoint that stops the container: the disk takes the images once, at the cap" {
+	# Without --leave-running CRIU stops the container, whose overlay is
+	# unmounted, which syncs the file system under it: a dump in a
+	# scratch directory on that disk would go to it at full speed, and the
+	# images a second time at the cap. 256 MiB at 64 MiB/s: 4 s.
+	up_patched '{"checkpoint-write-bandwidth": "64MiB"}'
+	run findmnt -n -o FSTYPE /run/moby-ab/patched/exec/checkpoint-scratch
+	echo "# checkpoint scratch: ${output:-not a mount point}" >&3
+	start_memholder mh 256
+	before=$(last_count mh)
+	checkpoint_on_device mh cp1
+	[ "$written" -ge $((256 << 20)) ]
+	device_bytes_check "$BATS_TEST_TMPDIR/samples" "$t0" "$t1" "$written" $((64 << 20))
+	run docker inspect -f '{{.State.Status}}' mh
+	assert_output exited
+	restore_counts_on mh "$before" --checkpoint cp1
+	# "auto": the images reach the disk once too
+	echo '{"checkpoint-write-bandwidth": "auto"}' >"$BATS_TEST_TMPDIR/auto.json"
+	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/auto.json"
+	assert_success
+	checkpoint_on_device mh cp2
+	device_bytes_check "$BATS_TEST_TMPDIR/samples" "$t0" "$t1" "$written" 0
+	scratch_empty
+}
+
 @test "patched: smallest-first at a limit of 1: checkpoints requested together finish smallest first" {
 	# The 512 MiB holder's checkpoint finds the daemon idle and dumps; the
 	# 64 MiB one is requested next, the 16 MiB one after it, while it
@@ -462,6 +532,33 @@ checkpoint_listed() {
 	run find /run/moby-ab/patched/exec/checkpoint-scratch -mindepth 1
 	assert_output ""
 	verifies_on mh
+}
+
+# scratch_mounts: the file system types mounted on the checkpoint scratch
+# directory, one a line, oldest first.
+scratch_mounts() {
+	awk '$5 == "/run/moby-ab/patched/exec/checkpoint-scratch" { for (i = 7; $i != "-"; i++); print $(i + 1) }' /proc/self/mountinfo
+}
+
+@test "patched: checkpoint scratch is a tmpfs of the daemon's own, kept across a kill, unmounted at shutdown" {
+	up_patched '{"checkpoint-write-bandwidth": "64MiB"}'
+	run scratch_mounts
+	assert_output tmpfs
+	# a kill unmounts nothing; the next start takes the tmpfs it finds
+	kill_daemon
+	run scratch_mounts
+	assert_output tmpfs
+	restart_daemon
+	run scratch_mounts
+	assert_output tmpfs
+	echo "# $(grep 'Checkpoint scratch space' /var/lib/moby-ab/patched/dockerd.log | tail -1)" >&3
+	# a shutdown unmounts it
+	local pid
+	pid=$(cat /run/moby-ab/patched/dockerd.pid)
+	kill -TERM "$pid"
+	wait_for 30 bash -c "[ ! -e /proc/$pid ]"
+	run scratch_mounts
+	assert_output ""
 }
 
 @test "patched: a daemon killed during a checkpoint leaves nothing partial" {

@@ -1,28 +1,36 @@
 #!/usr/bin/env bash
 # What the data-root's disk sees while the patched daemon writes a checkpoint
-# under checkpoint-write-bandwidth caps: for each cap, a memory holder of SIZE
-# MiB is checkpointed (--leave-running) while the disk's /proc/diskstats
-# counters are sampled every 100 ms; the result is the device's highest write
-# rate over any one-second window, the bytes it took, and the checkpoint's
-# time against the images' bytes at the cap.
+# under checkpoint-write-bandwidth caps: for each cap and mode, a memory holder
+# of SIZE MiB is checkpointed while the disk's /proc/diskstats counters are
+# sampled every 100 ms, over the whole checkpoint (dump included); the result
+# is the device's highest write rate over any one-second window, the bytes it
+# took, and the checkpoint's time against the images' bytes at the cap.
 #
-# usage: hack/checkpoint-device-rate.sh [--size MiB] [--out DIR] CAP...
+# usage: hack/checkpoint-device-rate.sh [--size MiB] [--mode MODE] [--out DIR] CAP...
 #   CAP: a checkpoint-write-bandwidth value ("32MiB" or "auto"), or "none"
+#   MODE: leave-running (docker checkpoint create --leave-running), exit
+#         (without it: CRIU stops the container) or both (the default)
 # Writes DIR/device-rate.json (default: a new directory under /tmp) and prints
 # a table. The patched test host must not be running already.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-size=384 out='' caps=()
+size=384 out='' caps=() mode=both
 while [ $# -gt 0 ]; do
 	case $1 in
 	--size) size=$2 && shift 2 ;;
 	--out) out=$2 && shift 2 ;;
-	-h | --help) sed -n '2,12s/^# \{0,1\}//p' "$0" && exit 0 ;;
+	--mode) mode=$2 && shift 2 ;;
+	-h | --help) sed -n '2,15s/^# \{0,1\}//p' "$0" && exit 0 ;;
 	*) caps+=("$1") && shift ;;
 	esac
 done
-[ ${#caps[@]} -gt 0 ] || die "usage: hack/checkpoint-device-rate.sh [--size MiB] [--out DIR] CAP..."
+[ ${#caps[@]} -gt 0 ] || die "usage: hack/checkpoint-device-rate.sh [--size MiB] [--mode MODE] [--out DIR] CAP..."
+case $mode in
+both) modes=(leave-running exit) ;;
+leave-running | exit) modes=("$mode") ;;
+*) die "--mode: want leave-running, exit or both, got '$mode'" ;;
+esac
 [ ! -e "$AB_RUN/patched/dockerd.pid" ] || die "the patched test host is running (hack/daemon.sh down patched)"
 out=${out:-$(mktemp -d /tmp/checkpoint-device-rate.XXXXXX)}
 mkdir -p "$out"
@@ -40,27 +48,31 @@ trap cleanup EXIT
 
 runs=()
 for cap in "${caps[@]}"; do
-	log "device rate: cap $cap, ${size} MiB memory holder, disk $dev"
-	cfg=$out/daemon-$cap.json
-	if [ "$cap" = none ]; then echo '{}' >"$cfg"; else echo "{\"checkpoint-write-bandwidth\": \"$cap\"}" >"$cfg"; fi
-	eval "$("$AB_ROOT/hack/daemon.sh" up patched --config "$cfg")"
-	run_memholder mh "$size"
-	sync
-	sleep 2
-	samples=$out/samples-$cap.txt
-	python3 "$AB_ROOT/hack/diskstats.py" sample "$dev" "$samples" &
-	sampler=$!
-	sleep 1
-	t0=$(date +%s.%N)
-	docker checkpoint create --leave-running mh cp1 >/dev/null
-	t1=$(date +%s.%N)
-	sleep 1
-	kill "$sampler"
-	wait "$sampler" 2>/dev/null || true
-	sampler=
-	grep -h 'msg="Checkpoint created"' "$AB_VAR/patched/dockerd.log" | tail -1 >"$out/log-$cap.txt"
-	runs+=("$cap $t0 $t1")
-	"$AB_ROOT/hack/daemon.sh" down patched >/dev/null
+	for m in "${modes[@]}"; do
+		log "device rate: cap $cap, $m, ${size} MiB memory holder, disk $dev"
+		cfg=$out/daemon-$cap.json
+		if [ "$cap" = none ]; then echo '{}' >"$cfg"; else echo "{\"checkpoint-write-bandwidth\": \"$cap\"}" >"$cfg"; fi
+		eval "$("$AB_ROOT/hack/daemon.sh" up patched --config "$cfg")"
+		run_memholder mh "$size"
+		sync
+		sleep 2
+		samples=$out/samples-$cap-$m.txt
+		python3 "$AB_ROOT/hack/diskstats.py" sample "$dev" "$samples" &
+		sampler=$!
+		sleep 1
+		args=()
+		[ "$m" = exit ] || args=(--leave-running)
+		t0=$(date +%s.%N)
+		docker checkpoint create "${args[@]}" mh cp1 >/dev/null
+		t1=$(date +%s.%N)
+		sleep 1
+		kill "$sampler"
+		wait "$sampler" 2>/dev/null || true
+		sampler=
+		grep -h 'msg="Checkpoint created"' "$AB_VAR/patched/dockerd.log" | tail -1 >"$out/log-$cap-$m.txt"
+		runs+=("$cap $m $t0 $t1")
+		"$AB_ROOT/hack/daemon.sh" down patched >/dev/null
+	done
 done
 
 PYTHONPATH=$AB_ROOT/hack python3 - "$out/device-rate.json" "$size" "$dev" "$("$AB_ROOT/hack/patches.sh" hash 2>/dev/null || echo unknown)" "${runs[@]}" <<'EOF'
@@ -71,9 +83,9 @@ outdir = os.path.dirname(path)
 def seconds(d):
     m = re.fullmatch(r"([0-9.]+)(µs|ms|s)", d or "")
     return None if not m else float(m[1]) / {"µs": 1e6, "ms": 1e3, "s": 1}[m[2]]
-def logged(cap):
+def logged(cap, mode):
     """The daemon's "Checkpoint created" line as a dict."""
-    line = open(os.path.join(outdir, f"log-{cap}.txt")).read()
+    line = open(os.path.join(outdir, f"log-{cap}-{mode}.txt")).read()
     return {k: v.strip('"') for k, v in re.findall(r'(\w+)=("[^"]*"|\S+)', line)}
 def parse_cap(c):
     """The cap in bytes/s; None without one (none) or when it moves (auto)."""
@@ -83,12 +95,12 @@ def parse_cap(c):
     mult = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "KB": 1e3, "MB": 1e6, "GB": 1e9, None: 1}[m[2]]
     return float(m[1]) * mult
 out, table = [], []
-print(f"{'cap':>8} {'max 1 s MiB/s':>14} {'x cap':>6} {'MiB to disk':>11} {'checkpoint s':>12} {'x (bytes/cap + dump)':>21}")
+print(f"{'cap':>8} {'mode':>13} {'max 1 s MiB/s':>14} {'x cap':>6} {'MiB to disk':>11} {'checkpoint s':>12} {'x (bytes/cap + dump)':>21}")
 for r in runs:
     f = r.split()
-    cap, t0, t1 = f[0], float(f[1]), float(f[2])
-    samples = os.path.join(outdir, f"samples-{cap}.txt")
-    log = logged(cap)
+    cap, mode, t0, t1 = f[0], f[1], float(f[2]), float(f[3])
+    samples = os.path.join(outdir, f"samples-{cap}-{mode}.txt")
+    log = logged(cap, mode)
     written = int(log["written"]) if "written" in log else None
     dump = seconds(log.get("dump"))
     commit = seconds(log.get("commit"))
@@ -97,7 +109,7 @@ for r in runs:
     took = t1 - t0
     rate = parse_cap(cap)
     floor = written / rate + (dump or 0) if rate and written else None
-    res = {"cap": cap, "cap_bytes_per_s": rate, "checkpoint_s": round(took, 3), "dump_s": dump, "commit_s": commit, "daemon_log": log,
+    res = {"cap": cap, "mode": mode, "cap_bytes_per_s": rate, "checkpoint_s": round(took, 3), "dump_s": dump, "commit_s": commit, "daemon_log": log,
            "written_bytes": written, "max_1s_window_bytes_per_s": round(best),
            "disk_bytes": diskstats.written(rows, t0, t1),
            "samples": [[round(t - t0, 3), int(s)] for t, s in rows if t0 - 0.2 <= t <= t1 + 0.2]}
@@ -106,17 +118,18 @@ for r in runs:
     if floor:
         res["checkpoint_over_floor"] = round(took / floor, 3)
     out.append(res)
-    table.append(f"| {cap} | {best / 2**20:.1f} | {res.get('max_1s_window_over_cap', '-')} | {(res['disk_bytes'] or 0) / 2**20:.0f} | {took:.2f} | {f'{dump:.3f}' if dump is not None else '-'} | {f'{commit:.3f}' if commit is not None else '-'} | {res.get('checkpoint_over_floor', '-')} |")
+    table.append(f"| {cap} | {mode} | {best / 2**20:.1f} | {res.get('max_1s_window_over_cap', '-')} | {(res['disk_bytes'] or 0) / 2**20:.0f} | {took:.2f} | {f'{dump:.3f}' if dump is not None else '-'} | {f'{commit:.3f}' if commit is not None else '-'} | {res.get('checkpoint_over_floor', '-')} |")
     os.remove(samples)
-    print(f"{cap:>8} {best / 2**20:14.1f} {res.get('max_1s_window_over_cap', float('nan')):6.2f} "
+    print(f"{cap:>8} {mode:>13} {best / 2**20:14.1f} {res.get('max_1s_window_over_cap', float('nan')):6.2f} "
           f"{(res['disk_bytes'] or 0) / 2**20:11.0f} {took:12.2f} {res.get('checkpoint_over_floor', float('nan')):21.2f}")
 json.dump({"what": "checkpoint-device-rate", "memory_mib": size, "disk": dev, "series": series,
            "sample_interval_s": 0.1, "runs": out}, open(path, "w"), indent=1)
 with open(os.path.join(outdir, "report.md"), "w") as f:
-    f.write(f"# Checkpoint writes as the disk sees them\n\nA {size} MiB memory holder checkpointed with --leave-running by the patched daemon "
-            f"(series {series}) under each checkpoint-write-bandwidth cap; disk {dev}, /proc/diskstats sampled every 100 ms. "
+    f.write(f"# Checkpoint writes as the disk sees them\n\nA {size} MiB memory holder checkpointed by the patched daemon "
+            f"(series {series}) under each checkpoint-write-bandwidth cap, with --leave-running and without it (exit: CRIU stops the container); "
+            f"disk {dev}, /proc/diskstats sampled every 100 ms over the whole checkpoint, dump included. "
             "Floor: the images' bytes at the cap plus the dump; commit: the fsyncs and renames after the write. Samples in device-rate.json; made by hack/checkpoint-device-rate.sh.\n\n"
-            "| cap | max MiB/s over 1 s | / cap | MiB to disk | checkpoint s | dump s | commit s | / floor |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+            "| cap | mode | max MiB/s over 1 s | / cap | MiB to disk | checkpoint s | dump s | commit s | / floor |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
     f.write("\n".join(table) + "\n")
 print(f"results: {path}")
 EOF
