@@ -130,7 +130,12 @@ def start(name, flavour, images):
     """The daemon, running the first variant; images: nothing here runs
     containers, so none are loaded."""
     c = Containerd(name)
-    c.up(flavour.variants()[0])
+    try:
+        c.up(flavour.variants()[0])
+    except BaseException:
+        # not yet the runner's to take down: what up left goes now
+        c.down()
+        raise
     return c
 
 

@@ -152,6 +152,21 @@ class ContainerdCommandsTest(unittest.TestCase):
             ("restart", "ctrd", "--transfer", '{"concurrent_layer_fetch_buffer": 1048576, "max_concurrent_downloads": 10}'),
             ("down", "ctrd")])
 
+    def test_failed_start_taken_down(self):
+        from unittest import mock
+        from types import SimpleNamespace
+        calls = []
+
+        def sh(*args, **kw):
+            calls.append(args[1:3])
+            if args[1] == "up":
+                raise hosts.HostError("containerd ctrd: exited during start-up")
+            return subprocess.CompletedProcess(args, 0, "", "")
+        with mock.patch.object(hosts, "sh", sh):
+            with self.assertRaises(hosts.HostError):
+                containerd.start("containerd", SimpleNamespace(variants=lambda: [{}]), [])
+        self.assertEqual(calls, [("up", "ctrd"), ("down", "ctrd")])
+
     def test_server_version(self):
         out = ("Client:\n  Version:  v2.3.3\n  Revision: x\n  Go version: go1.26\n\n"
                "Server:\n  Version:  v2.3.3-dev\n  Revision: y\n  UUID: z\n")
