@@ -129,6 +129,20 @@ install_containerd() {
 	step "containerd $CONTAINERD_VERSION" "installed ($v)"
 }
 
+# ctr of the same containerd: the harness drives containerd's own daemon
+# with it, a peer of the dockerd hosts (hack/containerd-host.sh).
+install_ctr() {
+	local m=github.com/containerd/containerd/v2
+	if "$BIN/ctr" --version 2>/dev/null | grep -qw "$CONTAINERD_VERSION"; then
+		step "ctr $CONTAINERD_VERSION" "ok"
+		return
+	fi
+	need "ctr $CONTAINERD_VERSION" || return 0
+	go_install ctr "$m/cmd/ctr@$CONTAINERD_VERSION" "no_btrfs urfave_cli_no_docs" \
+		"-s -w -X $m/version.Version=$CONTAINERD_VERSION -X $m/version.Package=github.com/containerd/containerd/v2"
+	step "ctr $CONTAINERD_VERSION" "installed"
+}
+
 install_runc() {
 	if "$BIN/runc" --version 2>/dev/null | grep -q "^runc version ${RUNC_VERSION#v}\$" &&
 		"$BIN/runc" --version | grep -q "^libseccomp:"; then
@@ -232,6 +246,7 @@ mkdir -p "$AB_CACHE"
 [ "$(id -u)" = 0 ] || die "hack/install-deps.sh needs root"
 install_apt
 install_containerd
+install_ctr
 install_runc
 install_criu
 install_tini
@@ -244,6 +259,7 @@ if [ "$CHECK" = 1 ]; then
 fi
 {
 	echo "containerd $("$BIN/containerd" --version | awk '{print $3}') $BIN/containerd"
+	echo "ctr $("$BIN/ctr" --version | awk '{print $3}') $BIN/ctr"
 	echo "runc $("$BIN/runc" --version | awk 'NR==1{print $3}') $BIN/runc"
 	echo "criu $("$BIN/criu" --version | awk '/^Version/{print $2}') $BIN/criu"
 	echo "docker-init $("$BIN/docker-init" --version | awk '{print $3}') $BIN/docker-init"

@@ -128,11 +128,18 @@ REGISTRY=$REG_ADDR:$REG_PORT
 REG_ADDR2=10.199.0.2
 REGISTRY2=$REG_ADDR2:$REG_PORT
 
+# A test host's index: its veth to the registry is 10.199.<index>.0/30 (its
+# second link's 10.199.<10+index>.0/30). stock and patched are dockerd hosts
+# (hack/daemon.sh); ctrd is containerd's own daemon, a peer the harness
+# compares the patched daemon with (hack/containerd-host.sh). Host names stay
+# short: an interface name (ab-<host>-reg2, abl2-<host>) has 15 bytes at most.
+TEST_HOSTS="stock patched ctrd"
 flavour_index() {
 	case "$1" in
 	stock) echo 1 ;;
 	patched) echo 2 ;;
-	*) die "unknown flavour '$1' (want stock or patched)" ;;
+	ctrd) echo 3 ;;
+	*) die "unknown test host '$1' (want one of: $TEST_HOSTS)" ;;
 	esac
 }
 
@@ -178,8 +185,10 @@ ensure_flavour_ns() {
 # runs in it and no flavour is linked to it (daemon.sh up creates it).
 remove_reg_ns_if_unused() {
 	ns_exists "$REG_NS" || return 0
-	ns_exists "$(flavour_ns stock)" && return 0
-	ns_exists "$(flavour_ns patched)" && return 0
+	local h
+	for h in $TEST_HOSTS; do
+		ns_exists "$(flavour_ns "$h")" && return 0
+	done
 	[ -n "$(ip netns pids "$REG_NS" 2>/dev/null)" ] && return 0
 	ip netns del "$REG_NS"
 }

@@ -34,7 +34,7 @@ cmd_up() {
 	mkdir -p "$DIR/storage" "$RUNDIR"
 	ensure_reg_ns
 	local f
-	for f in stock patched; do link_flavour_to_reg "$f"; done
+	for f in $TEST_HOSTS; do link_flavour_to_reg "$f"; done
 	cat >"$RUNDIR/config.yml" <<-YML
 		version: 0.1
 		log:

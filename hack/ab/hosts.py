@@ -45,6 +45,7 @@ class Daemon:
 
     def __init__(self, flavour):
         self.flavour = flavour
+        self.host = flavour  # its test host (hack/lib.sh TEST_HOSTS)
         self.sock = None
         self.config = None
         self.version = None

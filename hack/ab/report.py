@@ -8,9 +8,12 @@ and plots; a kind whose report is of another shape (zns) writes it all."""
 import json
 import os
 
-from . import kinds, stats
+from . import kinds, stats, systems
 
 DEFAULT_MCD = 3  # dockerd's default max-concurrent-downloads
+# the flavours the patched daemon is compared with besides stock: those of
+# the other systems (ab.systems); a kind's own flavours (runc's floor) are not
+PEERS = tuple(f for f in systems.flavours() if systems.name_of(f) != "dockerd")
 
 
 def load(outdir):
@@ -129,10 +132,37 @@ def comparisons(doc):
                     row["vs_best"] = stats.paired(pr, by_rep(best, kind), correction=len(sto))
                     s, worst = (max if lower else min)(scored, key=lambda x: x[0]["median"])
                     row["stock_worst"] = {"params": label(worst["params"]), "entry": worst, **s}
+            row["peers"] = peers(pr, [e for e in es if e["flavor"] in PEERS], kind)
             out.append(row)
     tests = [r[k] for r in out for k in ("vs_default", "vs_best") if r[k] and not r[k]["too_few"]]
+    tests += [pe["vs_best"] for r in out for pe in r["peers"].values()
+              if pe["vs_best"] and not pe["vs_best"]["too_few"]]
     for t, padj in zip(tests, stats.holm([t["p"] for t in tests])):
         t["p_adj"] = padj
+    return out
+
+
+def peers(pr, entries, kind):
+    """Patched (pr: its samples by repetition) against each peer of the
+    cell (a flavour of another system, ab.systems), at the peer's best
+    setting: chosen after the fact on the same samples, like stock's best,
+    so its p is multiplied by the number of settings (and its interval is
+    at 1 - 0.05/settings). {peer: {"best": its summary and params,
+    "settings": how many, "vs_best": the paired comparison}}."""
+    by = {}
+    for e in entries:
+        by.setdefault(e["flavor"], []).append(e)
+    out = {}
+    for f, es in by.items():
+        scored = [(stats.summary(values(e, kind)[0]), e) for e in es]
+        scored = [(s, e) for s, e in scored if s]
+        if not scored:
+            continue
+        lower = values(es[0], kind)[2]
+        s, best = (min if lower else max)(scored, key=lambda x: x[0]["median"])
+        out[f] = {"best": {"params": label(best["params"]), "entry": best, **s}, "settings": len(es),
+                  "failed": sum(failed(e) for e in es),
+                  "vs_best": stats.paired(pr, by_rep(best, kind), correction=len(es))}
     return out
 
 
@@ -190,6 +220,18 @@ def summary_table(doc):
             fmt_v((r["patched"] or {}).get("median"), u), u, fmt_ratio(r["vs_default"], r["lower_is_better"]),
             f"{fmt_v(sb['median'], u)} {u} ({sb['params']}, best of {sb['settings']})" if sb else "-",
             fmt_ratio(r["vs_best"], r["lower_is_better"]) if sb else "-"))
+    peer_rows = [(r, f, pe) for r in rows for f, pe in r.get("peers", {}).items()]
+    if peer_rows:
+        lines += ["", "Against the peers (other systems pulling the same images over the same links), each at its "
+                  "best setting:", "",
+                  "| cell | peer | n | failed | peer best | patched | patched/peer best [CI] p |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for r, f, pe in peer_rows:
+            u, b = r["unit"], pe["best"]
+            lines.append("| {} | {} | {} | {} | {} {} ({}, best of {}) | {} {} | {} |".format(
+                r["cell"], f, (pe["vs_best"] or {}).get("n", 0), f"{r['failed']['patched']} patched, "
+                f"{pe['failed']} {f}", fmt_v(b["median"], u), u, b["params"], pe["settings"],
+                fmt_v((r["patched"] or {}).get("median"), u), u, fmt_ratio(pe["vs_best"], r["lower_is_better"])))
     return "\n".join(lines)
 
 

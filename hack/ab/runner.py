@@ -7,14 +7,15 @@ import signal
 import sys
 import tempfile
 
-from . import hosts, kinds
+from . import hosts, kinds, systems
 from .measure import interleave
 from .results import Results, now
 
 
 class Runner:
-    """What a kind's run(r) has: the suite (s), the running daemons by
-    flavour, the results, a scratch directory (tmp) and the results
+    """What a kind's run(r) has: the suite (s), the running test hosts by
+    flavour (daemons: a dockerd's hosts.Daemon, or another system's host,
+    see ab.systems), the results, a scratch directory (tmp) and the results
     directory (out)."""
 
     def __init__(self, suite, outdir):
@@ -60,11 +61,9 @@ class Runner:
         hosts.registry_up()
         for f in self.s.flavours:
             fl = self.s.flavours[f]
-            d = hosts.Daemon(f)
-            d.up(fl.variants()[0], binary=fl.dockerd)
-            self.daemons[f] = d
-            self.results.doc["daemons"][f] = {"version": d.version, "binary": f"dockerd-{fl.dockerd}"}
-            d.load("busybox", "memholder", *extra)
+            system = systems.get(fl.system)
+            self.daemons[f] = system.start(f, fl, ["busybox", "memholder"] + list(extra))
+            self.results.doc["daemons"][f] = system.record(self.daemons[f], fl)
         self.results.save()
 
     def flavour_order(self, rep):
@@ -73,7 +72,7 @@ class Runner:
 
     def teardown(self):
         for f in list(self.daemons):
-            hosts.link_down(f)
+            hosts.link_down(self.daemons[f].host)
             self.daemons[f].down(keep=self.out)
         if self.s.needs_hosts:
             hosts.registry_down()

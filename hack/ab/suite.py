@@ -11,11 +11,13 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 
-from . import kinds, units
+from . import kinds, systems, units
 
 COMMON_KEYS = ("name", "kind", "repetitions", "description", "seed")
 DAEMON_KEYS = ("flavor", "link_backend")  # every suite that runs daemons
-FLAVOURS = ("stock", "patched")
+# every [flavor.<name>] a suite may have: the dockerd hosts (stock, patched)
+# and the peers they are compared with, each run by its system (ab.systems)
+FLAVOURS = systems.flavours()
 
 
 class SuiteError(Exception):
@@ -25,18 +27,24 @@ class SuiteError(Exception):
 @dataclass
 class Flavour:
     name: str
-    daemon: dict  # key -> value or list (a scan)
+    # key -> value or list (a scan); or a list of such tables without lists,
+    # the settings of a scan one by one
+    daemon: dict
     # The dockerd its test host runs: bin/dockerd-<binary>, its own by
     # default. binary = "stock" in [flavor.patched] makes an A/A run: both
     # hosts run the same binary, and any difference is the harness's.
     binary: str = None
+    system: str = "dockerd"  # what runs it (ab.systems)
 
     @property
     def dockerd(self):
         return self.binary or self.name
 
     def variants(self):
-        """Every daemon config of the scan: the cartesian product of lists."""
+        """Every daemon config of the scan: the tables listed, or the
+        cartesian product of lists."""
+        if isinstance(self.daemon, list):
+            return [dict(d) for d in self.daemon] or [{}]
         keys = sorted(self.daemon)
         values = [v if isinstance(v, list) else [v] for v in (self.daemon[k] for k in keys)]
         return [dict(zip(keys, combo)) for combo in itertools.product(*values)] or [{}]
@@ -177,11 +185,14 @@ class Validator:
             if other is not k:
                 other.refuse(self, d, kind)
         if s.needs_hosts:
-            s.flavours = self.flavours(d.get("flavor"))
+            s.flavours = self.flavours(d.get("flavor"), k)
             if not getattr(k, "SCANS", False):
                 # A list would be a scan; only some kinds run one variant
                 # after another, the others would run its first value alone.
                 for name, fl in s.flavours.items():
+                    if isinstance(fl.daemon, list):
+                        self.fail(("flavor", name, "daemon"), f"daemon: a list of settings is a scan, and {kind} "
+                                  "suites do not scan (only pull suites do); give one table")
                     for key, v in fl.daemon.items():
                         if isinstance(v, list):
                             self.fail(("flavor", name, "daemon"),
@@ -228,7 +239,9 @@ class Validator:
                 self.fail((what, i, "name"), f"two [[{what}]] tables are named '{x.name}'")
             seen.add(x.name)
 
-    def flavours(self, f):
+    def flavours(self, f, kind):
+        """The [flavor.<name>] tables: each checked by its system
+        (ab.systems), which the kind must measure (kinds.<kind>.SYSTEMS)."""
         w = ("flavor",)
         if not isinstance(f, dict) or not f:
             self.fail(("kind",), "the suite needs [flavor.stock] and/or [flavor.patched]")
@@ -237,16 +250,25 @@ class Validator:
         for name, t in f.items():
             fw = ("flavor", name)
             self.typed(t, dict, fw, "a table")
-            self.keys(t, fw, ("daemon", "binary"), what=f"[flavor.{name}]")
-            binary = t.get("binary")
-            if binary is not None and binary not in FLAVOURS:
-                self.fail(fw + ("binary",), f"binary: want one of {', '.join(FLAVOURS)} (bin/dockerd-<binary>), "
-                          f"got {binary!r}")
-            daemon = self.typed(t.get("daemon", {}), dict, fw + ("daemon",), "a table of daemon.json keys")
-            for k, v in daemon.items():
-                if isinstance(v, list) and not v:
-                    self.fail(fw + ("daemon",), f"daemon.{k}: an empty list scans nothing")
-            out[name] = Flavour(name, daemon, binary)
+            sysname = systems.name_of(name)
+            if sysname not in kind.SYSTEMS:
+                self.fail(fw, f"[flavor.{name}]: {kind.__name__.rsplit('.', 1)[-1].replace('_', '-')} suites "
+                              f"measure {', '.join(kind.SYSTEMS)}, not {sysname}")
+            sysm = systems.get(sysname)
+            self.keys(t, fw, sysm.TABLE_KEYS, what=f"[flavor.{name}]")
+            daemon = sysm.validate(self, fw, t, name)
+            if isinstance(daemon, list):
+                if not daemon:
+                    self.fail(fw + ("daemon",), "daemon: an empty list scans nothing")
+                for x in daemon:
+                    if any(isinstance(v, list) for v in x.values()):
+                        self.fail(fw + ("daemon",), "daemon: a list of tables gives each setting once; "
+                                  "a table in it has a list")
+            else:
+                for k, v in daemon.items():
+                    if isinstance(v, list) and not v:
+                        self.fail(fw + ("daemon",), f"daemon.{k}: an empty list scans nothing")
+            out[name] = Flavour(name, daemon, t.get("binary"), sysname)
         return out
 
 

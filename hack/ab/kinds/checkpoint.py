@@ -22,6 +22,7 @@ KEYS = ("scenarios", "container", "leave_running", "restore", "floor")
 KEY_FIELDS = ("concurrent",)  # besides scenario and container
 SWITCHES = ("floor",)  # floor = false is no floor, in any suite
 REPETITIONS = 3
+SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
 SCENARIOS = ("alone", "together", "incremental")
 RUNC = os.path.join(hosts.AB_PREFIX, "bin", "runc")
 # A [[container]]'s name names its containers (abcp-<name>), so it is a

@@ -21,6 +21,7 @@ KEYS = ("cpus", "modes", "workers", "files", "file_size")
 KEY_FIELDS = ()  # scenario and container name the mode and the limit
 SWITCHES = ()
 REPETITIONS = 3
+SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
 READ_MODES = ("sequential", "async", "workers")  # hack/testimages/node/readfiles.js
 
 

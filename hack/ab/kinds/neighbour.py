@@ -32,6 +32,7 @@ KEY_FIELDS = ()
 SWITCHES = ()
 SCANS = True
 REPETITIONS = 3
+SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
 DISKSTATS = os.path.join(hosts.HACK, "diskstats.py")
 NEIGHBOUR = os.path.join(hosts.HACK, "ab", "neighbour_io.py")
 

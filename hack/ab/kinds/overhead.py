@@ -25,6 +25,7 @@ KEYS = ("workloads", "http", "pingpong")
 KEY_FIELDS = ("endpoint",)  # besides scenario and container
 SWITCHES = ()
 REPETITIONS = 3
+SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
 WORKLOADS = ("run", "cpu", "http", "files", "pingpong")
 # Where the overhead suites put a server and its client (http, pingpong):
 # native processes in the flavour's test host, containers on the bridge

@@ -18,6 +18,13 @@ pull pulls both at once: its time is until both are in. Stock's one
 daemon-wide limit is shared by the two; the patched daemon's per-registry
 limits are not. The coldness check holds for each link.
 
+Every flavour pulls with its system (ab.systems): stock and patched are
+dockerd hosts (docker pull), a peer such as containerd pulls with its own
+client (ctr image pull) in a test host of its own over the same kind of
+link; the coldness checks, the link and the order are the same for all.
+A peer's settings are a scan like stock's; the report puts patched against
+each peer's best.
+
 arms: the patched daemon learns per registry and keeps it on disk; arm
 "learned" pulls with what it learned from the suite's earlier pulls
 (warm-ups included), arm "fresh" pulls right after a restart with that
@@ -31,9 +38,9 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 
-from .. import hosts, stats, suite, units
+from .. import hosts, stats, suite, systems, units
 from ..measure import Progress, hyperfine, interleave
-from ..report import DEFAULT_MCD, comparisons, fmt_ratio, fmt_v, label
+from ..report import DEFAULT_MCD, PEERS, comparisons, fmt_ratio, fmt_v, label
 from ..results import Cell
 
 KEYS = ("profile", "image", "warmup", "arms")
@@ -47,6 +54,7 @@ LEARNED_STATE = "registry-download-concurrency.json"
 COLD_FRACTION = 0.98
 SCANS = True  # a daemon option given as a list: one variant per value
 REPETITIONS = 3
+SYSTEMS = ("dockerd", "containerd")  # what it measures (ab.systems)
 
 
 @dataclass
@@ -194,15 +202,15 @@ def run(r):
         rec = link["profiles"][prof.name] = link_record(prof)
         if prof.second:
             rec["second"] = link_record(prof.second)
-        for f in r.daemons:
-            hosts.link_up(f, prof, backend)
+        for f, d in r.daemons.items():
+            hosts.link_up(d.host, prof, backend)
             # what the link does, as measured: the round trip now, the
             # emulator's counters when it comes down
-            rec["measured"][f] = {"rtt_ms": hosts.link_rtt_ms(f), "congestion": hosts.link_congestion(f)}
+            rec["measured"][f] = {"rtt_ms": hosts.link_rtt_ms(d.host), "congestion": hosts.link_congestion(d.host)}
             if prof.second:
-                hosts.link_up(f, prof.second, backend, second=True)
-                rec["second"]["measured"][f] = {"rtt_ms": hosts.link_rtt_ms(f, registry=hosts.REGISTRY2),
-                                                "congestion": hosts.link_congestion(f, second=True)}
+                hosts.link_up(d.host, prof.second, backend, second=True)
+                rec["second"]["measured"][f] = {"rtt_ms": hosts.link_rtt_ms(d.host, registry=hosts.REGISTRY2),
+                                                "congestion": hosts.link_congestion(d.host, second=True)}
         r.results.save()
         prefs, prefs2 = dict(refs), {}
         with contextlib.ExitStack() as proxies:
@@ -224,12 +232,12 @@ def run(r):
                     pull_image(r, variants, prof, img, prefs[img.name], prog, prefs2.get(img.name))
             finally:
                 proxies.close()
-                for f in r.daemons:
+                for f, d in r.daemons.items():
                     counters = os.path.join(r.tmp, f"link-{f}.json")
-                    hosts.link_down(f, stats_to=counters)
+                    hosts.link_down(d.host, stats_to=counters)
                     rec["measured"][f]["emulator"] = _read_json(counters)
                     if prof.second:
-                        hosts.link_down(f, stats_to=counters, second=True)
+                        hosts.link_down(d.host, stats_to=counters, second=True)
                         rec["second"]["measured"][f]["emulator"] = _read_json(counters)
                     # what the daemon had learned of the registry by the end of
                     # this link's pulls (it carries into the next link's)
@@ -291,11 +299,6 @@ def pull(r, f, params, arm, prof, img, ref, ref2=None):
     return (cell,) + timed_pull(r, d, img, ref, ref2)
 
 
-def pull_command(ref, ref2=None):
-    """The command timed: one pull, or two at once that both must succeed."""
-    if not ref2:
-        return f"docker pull -q {ref}"
-    return f"docker pull -q {ref} & p=$!; docker pull -q {ref2}; s=$?; wait $p && exit $s"
 
 
 def timed_pull(r, d, img, ref, ref2=None):
@@ -305,17 +308,18 @@ def timed_pull(r, d, img, ref, ref2=None):
     # the path (TCP metrics). A preparation that fails (the image still
     # there, prune, ss or ip failing) fails the sample: hyperfine stops when
     # --prepare does, and the pull is not timed warm.
+    # The pull and the removal are the system's (ab.systems: docker pull,
+    # ctr image pull); the rest is the same for every system.
+    system = systems.of(d.flavour)
     refs = [x for x in (ref, ref2) if x]
-    cold = "; ".join(f"docker rmi -f {x} >/dev/null 2>&1" for x in refs)
-    cold += " ; docker image prune -af >/dev/null && "
-    cold += " && ".join(f"! docker image inspect {x} >/dev/null 2>&1" for x in refs)
+    cold = system.cold_command(d, refs)
     for reg in (hosts.REGISTRY, hosts.REGISTRY2) if ref2 else (hosts.REGISTRY,):
         cold += f" && nsenter --net={d.netns()} ss -K dst {reg.split(':')[0]} >/dev/null"
-    cold += f" && {hosts.flush_tcp_metrics_cmd(d.flavour)}"
+    cold += f" && {hosts.flush_tcp_metrics_cmd(d.host)}"
     links = [False, True] if ref2 else [False]
-    before = [hosts.served_bytes(d.flavour, second=x) for x in links]
-    t, err = hyperfine(r.tmp, d.env, pull_command(ref, ref2), prepare=cold, failed="hyperfine failed")
-    sent = [hosts.served_bytes(d.flavour, second=x) - b for x, b in zip(links, before)]
+    before = [hosts.served_bytes(d.host, second=x) for x in links]
+    t, err = hyperfine(r.tmp, d.env, system.pull_command(d, refs), prepare=cold, failed="hyperfine failed")
+    sent = [hosts.served_bytes(d.host, second=x) - b for x, b in zip(links, before)]
     for x, n in zip(links, sent):
         if t is not None and n < COLD_FRACTION * img.total:
             t, err = None, (f"not cold: the {'second ' if x else ''}registry sent {units.human_size(n)} during "
@@ -508,6 +512,15 @@ def plots(doc, outdir, plt):
                     s = stats.summary(e["times_s"])
                     if s:
                         ax.axhline(s["median"], color=color, linestyle="--", label=f"patched {img}")
+            # each peer at its best setting (report.PEERS)
+            for f in PEERS:
+                scored = [(stats.summary(e["times_s"]), e) for e in res
+                          if e["profile"] == prof and e["image"] == img and e["flavor"] == f]
+                scored = [(s, e) for s, e in scored if s]
+                if scored:
+                    s, e = min(scored, key=lambda x: x[0]["median"])
+                    ax.axhline(s["median"], color=color, linestyle=":",
+                               label=f"{f} best {img} ({label(e['params'])})")
         ax.set_title(f"{doc['suite']}, link: {prof}")
         ax.set_xlabel("max-concurrent-downloads (stock)")
         ax.set_ylabel("cold pull time (s)")

@@ -19,6 +19,7 @@ from ..report import header
 KEYS = ("trace", "geometry", "policies", "placement")
 SWITCHES = ()
 REPETITIONS = 1  # a replay is deterministic
+SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
 
 
 @dataclass

@@ -36,6 +36,7 @@ from ..results import Cell
 KEYS = ("sweep", "traces", "device", "devices")
 SWITCHES = ()
 REPETITIONS = 1  # a replay is deterministic; the seeds are the repetitions
+SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
 
 BASELINES_WITH_CLEANER = ("shared-log", "multi-log", "hint-log", "oracle")
 

@@ -56,9 +56,9 @@ class PullSuiteTest(SuiteErrors, unittest.TestCase):
         self.assertRegex(msg, r":\d+: rtt: bad duration '35 ms'")
 
     def test_two_pulls_at_once(self):
-        from ab.kinds import pull
-        self.assertEqual(pull.pull_command("a"), "docker pull -q a")
-        cmd = pull.pull_command("a", "b")
+        from ab.systems import dockerd
+        self.assertEqual(dockerd.pull_command(None, ["a"]), "docker pull -q a")
+        cmd = dockerd.pull_command(None, ["a", "b"])
         self.assertIn("docker pull -q a &", cmd)
         self.assertIn("docker pull -q b;", cmd)
         self.assertTrue(cmd.endswith("wait $p && exit $s"))

@@ -1,0 +1,54 @@
+"""The systems under test: what a suite's flavours run on. One module per
+system, each with:
+
+  FLAVOURS          the [flavor.<name>] tables it runs (dockerd: stock and
+                    patched; containerd: containerd)
+  TABLE_KEYS        the keys such a table takes
+  validate(v, w, t, name)  check table t (at w) beyond the keys every flavour
+                    has, return its daemon settings (v: suite.Validator)
+  start(name, flavour, images)  bring its test host up with the flavour's
+                    first variant, the images loaded where it runs containers:
+                    a host object (below)
+  record(h, flavour)  what results.json says the host ran with (version,
+                    binary, image store, the settings given)
+  pull_command(h, refs)  the shell command a cold pull times: every ref at once
+  cold_command(h, refs)  the shell command that removes the refs' images and
+                    their content, and fails when anything of them is left
+
+A host object has: flavour (the suite's name for it), host (its test host:
+network namespace ab-<host>, hack/link.sh's <flavour>), env (the environment
+its commands run with), apply(params) (run with these settings, restarting
+where the system cannot reload), down(keep) (stop it, remove what it
+created, copy its log into keep), netns(), vardir().
+
+The core (suite, runner) asks a flavour's system for these; a kind says
+which systems it can measure (kinds.<kind>.SYSTEMS)."""
+import importlib
+
+NAMES = ("dockerd", "containerd")
+
+
+def get(name):
+    return importlib.import_module("." + name, __name__)
+
+
+def every():
+    return [get(n) for n in NAMES]
+
+
+def flavours():
+    """Every flavour name a suite may have, in the order reports show them."""
+    return tuple(f for m in every() for f in m.FLAVOURS)
+
+
+def name_of(flavour):
+    """The system that runs flavour (a name of flavours())."""
+    for n in NAMES:
+        if flavour in get(n).FLAVOURS:
+            return n
+    raise KeyError(flavour)
+
+
+def of(flavour):
+    """The module of the system that runs flavour."""
+    return get(name_of(flavour))

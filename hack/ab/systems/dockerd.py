@@ -1,0 +1,44 @@
+"""System dockerd: the stock and the patched daemon, each in its test host
+(hosts.Daemon over hack/daemon.sh). A flavour's daemon table is daemon.json
+keys merged over the test host's; binary picks the dockerd it runs (an A/A
+run runs stock in both)."""
+from .. import hosts
+
+FLAVOURS = ("stock", "patched")
+TABLE_KEYS = ("daemon", "binary")
+
+
+def validate(v, w, t, name):
+    binary = t.get("binary")
+    if binary is not None and binary not in FLAVOURS:
+        v.fail(w + ("binary",), f"binary: want one of {', '.join(FLAVOURS)} (bin/dockerd-<binary>), got {binary!r}")
+    daemon = v.typed(t.get("daemon", {}), (dict, list), w + ("daemon",), "a table of daemon.json keys")
+    for d in daemon if isinstance(daemon, list) else []:
+        v.typed(d, dict, w + ("daemon",), "a list of tables of daemon.json keys")
+    return daemon
+
+
+def start(name, flavour, images):
+    d = hosts.Daemon(name)
+    d.up(flavour.variants()[0], binary=flavour.dockerd)
+    if images:
+        d.load(*images)
+    return d
+
+
+def record(d, flavour):
+    return {"version": d.version, "binary": f"dockerd-{flavour.dockerd}"}
+
+
+def pull_command(d, refs):
+    """docker pull of every ref at once; all must succeed."""
+    if len(refs) == 1:
+        return f"docker pull -q {refs[0]}"
+    a, b = refs
+    return f"docker pull -q {a} & p=$!; docker pull -q {b}; s=$?; wait $p && exit $s"
+
+
+def cold_command(d, refs):
+    cmd = "; ".join(f"docker rmi -f {x} >/dev/null 2>&1" for x in refs)
+    cmd += " ; docker image prune -af >/dev/null && "
+    return cmd + " && ".join(f"! docker image inspect {x} >/dev/null 2>&1" for x in refs)
