@@ -317,14 +317,6 @@ faults_in() {
 	[ "$r_stock_res" = error ] || [ "$r_stock_res" = timeout ]
 }
 
-# One layer's body trickles at 1 byte/s after its first 64 KiB: patched
-# takes ranges beside the held-back stream and completes; stock waits on it.
-@test "hostile: a body that trickles at 1 byte a second" {
-	both trickle
-	[ "$(faults_in patched trickle)" = 1 ]
-	[ "$r_patched_res" = ok ]
-}
-
 # Every answer to a Range request is reset mid-body: resumes fail, and so
 # do ranges; a clean error or a verified image, in bounded time.
 @test "hostile: every Range answer reset mid-body, after a short body" {
