@@ -75,3 +75,14 @@ wait_for() {
 	done
 	"$@"
 }
+
+# stop_faultreg: end the hack/faultreg.py a test started (its pid in
+# $BATS_TEST_TMPDIR/faultreg.pid) and wait until it is gone; it writes its
+# summary to its log on the way out.
+stop_faultreg() {
+	local pid
+	pid=$(cat "$BATS_TEST_TMPDIR/faultreg.pid")
+	kill -TERM "$pid"
+	wait_for 10 bash -c "! kill -0 $pid 2>/dev/null"
+	rm -f "$BATS_TEST_TMPDIR/faultreg.pid"
+}

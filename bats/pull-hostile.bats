@@ -92,13 +92,6 @@ start_faultreg() {
 	wait_for 10 bash -c '[ "$(nsenter --net=/run/netns/ab-reg curl -s -o /dev/null -w "%{http_code}" http://10.199.0.1:5001/v2/)" != 000 ]'
 }
 
-stop_faultreg() {
-	local pid
-	pid=$(cat "$BATS_TEST_TMPDIR/faultreg.pid")
-	kill -TERM "$pid"
-	wait_for 10 bash -c "! kill -0 $pid 2>/dev/null"
-	rm -f "$BATS_TEST_TMPDIR/faultreg.pid"
-}
 
 # goroutines FLAVOUR: the daemon's goroutine count, from its debug endpoint
 goroutines() {

@@ -271,13 +271,6 @@ start_faultreg() {
 	wait_for 10 nsenter --net=/run/netns/ab-reg curl -fs -o /dev/null http://10.199.0.1:5001/v2/
 }
 
-stop_faultreg() {
-	local pid
-	pid=$(cat "$BATS_TEST_TMPDIR/faultreg.pid")
-	kill -TERM "$pid"
-	wait_for 10 bash -c "! kill -0 $pid 2>/dev/null"
-	rm -f "$BATS_TEST_TMPDIR/faultreg.pid"
-}
 
 @test "pull: a fixed per-registry limit holds at the registry, on both image stores" {
 	local store snap

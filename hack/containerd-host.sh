@@ -48,11 +48,7 @@ paths() {
 }
 
 running_pid() {
-	local pid
-	pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
-	[ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
-	[ "$(pid_exe "$pid")" = "$(readlink -f "$CONTAINERD")" ] || return 1
-	echo "$pid"
+	pidfile_pid "$PIDFILE" "$(readlink -f "$CONTAINERD")"
 }
 
 # write_config JSON: the daemon's config.toml, its transfer service's keys
@@ -136,14 +132,6 @@ transfer_arg() { # options...: the value of --transfer, {} when none
 		esac
 	done
 	echo "$t"
-}
-
-unmount_under() { # dir: unmount every mount below it, deepest first
-	local m
-	[ -d "$1" ] || return 0
-	for m in $(awk -v d="$1" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r); do
-		umount -l "$m" 2>/dev/null || true
-	done
 }
 
 cmd_up() {

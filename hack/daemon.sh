@@ -48,12 +48,7 @@ paths() { # sets the per-flavour paths
 }
 
 running_pid() { # prints the pid of this flavour's dockerd if it runs
-	local pid
-	[ -f "$PIDFILE" ] || return 1
-	pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
-	[ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
-	[ "$(pid_exe "$pid")" = "$DOCKERD" ] || return 1
-	echo "$pid"
+	pidfile_pid "$PIDFILE" "$DOCKERD"
 }
 
 log_tail() {
@@ -164,14 +159,6 @@ kill_shims() {
 		if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-address $addr "; then
 			kill -KILL "$pid" 2>/dev/null || true
 		fi
-	done
-}
-
-unmount_under() { # dir: unmount every mount below it, deepest first
-	local m
-	[ -d "$1" ] || return 0
-	for m in $(awk -v d="$1" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r); do
-		umount -l "$m" 2>/dev/null || true
 	done
 }
 

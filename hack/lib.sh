@@ -154,6 +154,25 @@ pid_exe() {
 	echo "${exe% (deleted)}"
 }
 
+# pidfile_pid PIDFILE EXE: the pid PIDFILE records, if that process still
+# runs EXE (a pid reused by another program is not ours to signal).
+pidfile_pid() {
+	local pid
+	pid=$(cat "$1" 2>/dev/null) || return 1
+	[ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
+	[ "$(pid_exe "$pid")" = "$2" ] || return 1
+	echo "$pid"
+}
+
+# unmount_under DIR: unmount every mount below DIR, deepest first.
+unmount_under() {
+	local m
+	[ -d "$1" ] || return 0
+	for m in $(awk -v d="$1" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+		umount -l "$m" 2>/dev/null || true
+	done
+}
+
 ab_path() { echo "$AB_ROOT/bin:$AB_PREFIX/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"; }
 
 ns_exists() { [ -e "/run/netns/$1" ]; }
