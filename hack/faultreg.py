@@ -645,14 +645,18 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0, opts=None):
                 self.close_connection = True
             return n
 
+        def _upstream(self, method):
+            """The upstream registry's answer to METHOD of this blob."""
+            conn = http.client.HTTPConnection(up.hostname, up.port or 80, timeout=60)
+            conn.request(method, self.up_path)
+            return conn.getresponse()
+
         def _data(self):
             """The blob's stored bytes (kept: blobs of tests are small)."""
             with plan.lock:
                 data = plan.blobs.get(self.up_path)
             if data is None:
-                conn = http.client.HTTPConnection(up.hostname, up.port or 80, timeout=60)
-                conn.request("GET", self.up_path)
-                r = conn.getresponse()
+                r = self._upstream("GET")
                 data = r.read()
                 if r.status != 200:
                     raise OSError(f"upstream answered {r.status} for {self.up_path}")
@@ -682,9 +686,7 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0, opts=None):
             with plan.lock:
                 size = plan.sizes.get(self.up_path)
             if size is None:
-                conn = http.client.HTTPConnection(up.hostname, up.port or 80, timeout=60)
-                conn.request("HEAD", self.up_path)
-                r = conn.getresponse()
+                r = self._upstream("HEAD")
                 r.read()
                 size = int(r.getheader("Content-Length") or 2)
                 with plan.lock:
