@@ -22,6 +22,9 @@ REF=10.199.0.1:5001/ab/hostile:v1
 # small layer
 MIN_SIZE=$((1 << 20))
 PULL_TIMEOUT=${PULL_TIMEOUT:-120}
+# the trickle case's: patched resumes a body that moved under 1 KiB/s for
+# 20 s (containerd 0001's LowSpeedTime)
+STALL_TIMEOUT=${STALL_TIMEOUT:-50}
 RSS_BOUND_KIB=${RSS_BOUND_KIB:-65536}
 GOROUTINE_SLACK=${GOROUTINE_SLACK:-5}
 ADAPTIVE='{"registry-download-concurrency": {"default": {"mode": "adaptive"}}}'
@@ -308,6 +311,17 @@ faults_in() {
 	both change
 	[ "$r_patched_res" = error ]
 	[ "$r_stock_res" = error ] || [ "$r_stock_res" = timeout ]
+}
+
+# One layer's body trickles at 1 byte/s after its first 64 KiB: patched
+# finds it too slow (under 1 KiB/s for 20 s), resumes it and completes;
+# stock waits on it (given STALL_TIMEOUT, not PULL_TIMEOUT: its wait is
+# only reported).
+@test "hostile: a body that trickles at 1 byte a second" {
+	PULL_TIMEOUT=$STALL_TIMEOUT both trickle
+	[ "$(faults_in patched trickle)" = 1 ]
+	[ "$r_patched_res" = ok ]
+	sent_at_most 110
 }
 
 # Every answer to a Range request is reset mid-body: resumes fail, and so
