@@ -78,11 +78,15 @@ done
 PYTHONPATH=$AB_ROOT/hack python3 - "$out/device-rate.json" "$size" "$dev" "$("$AB_ROOT/hack/patches.sh" hash 2>/dev/null || echo unknown)" "${runs[@]}" <<'EOF'
 import json, os, re, sys
 import diskstats
+from ab import units
 path, size, dev, series, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
 outdir = os.path.dirname(path)
 def seconds(d):
-    m = re.fullmatch(r"([0-9.]+)(µs|ms|s)", d or "")
-    return None if not m else float(m[1]) / {"µs": 1e6, "ms": 1e3, "s": 1}[m[2]]
+    """A duration the daemon logged (1.2s, 345ms, 12µs) in seconds; None without one."""
+    try:
+        return units.duration(d or "")
+    except ValueError:
+        return None
 def logged(cap, mode):
     """The daemon's "Checkpoint created" line as a dict."""
     line = open(os.path.join(outdir, f"log-{cap}-{mode}.txt")).read()
@@ -91,9 +95,7 @@ def parse_cap(c):
     """The cap in bytes/s; None without one (none) or when it moves (auto)."""
     if c in ("none", "auto"):
         return None
-    m = re.fullmatch(r"([0-9.]+)\s*([KMG]i?B)?", c)
-    mult = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "KB": 1e3, "MB": 1e6, "GB": 1e9, None: 1}[m[2]]
-    return float(m[1]) * mult
+    return float(units.size(c, plain=True))
 out, table = [], []
 print(f"{'cap':>8} {'mode':>13} {'max 1 s MiB/s':>14} {'x cap':>6} {'MiB to disk':>11} {'checkpoint s':>12} {'x (bytes/cap + dump)':>21}")
 for r in runs:

@@ -26,9 +26,9 @@ LIB=usr/lib/moby-ab
 MAINTAINER=${DEB_MAINTAINER:-moby-ab <dev@moby-ab.invalid>}
 DISTRIBUTION=bookworm
 XZ_LEVEL=${DEB_XZ_LEVEL:-6}
-# Options of the series in the patched daemon.json; the stock one is the same
-# without them.
-SERIES_OPTIONS='["checkpoint-max-concurrent","checkpoint-queue-order","checkpoint-write-bandwidth","checkpoint-zoned-device","registry-download-concurrency"]'
+# The series' daemon options (hack/deb/series-options), as a JSON list: the
+# stock package's daemon.json is the patched one without them.
+series_options() { grep -v -e '^#' -e '^$' "$SRC/series-options"; }
 
 SOURCE_DATE_EPOCH=$(date -u -d "$UPSTREAM_TIME" +%s)
 export SOURCE_DATE_EPOCH LC_ALL=C TZ=UTC
@@ -170,7 +170,7 @@ build_dockerd() { # patched|stock
 	runtime_versions
 
 	# The stock daemon.json is the patched one without the series' options.
-	[ "$(jq -S --argjson k "$SERIES_OPTIONS" 'with_entries(select(.key as $x | $k | index($x) | not))' "$SRC/daemon.json")" = \
+	[ "$(jq -S --argjson k "$(series_options | jq -R . | jq -sc .)" 'with_entries(select(.key as $x | $k | index($x) | not))' "$SRC/daemon.json")" = \
 		"$(jq -S . "$SRC/daemon.stock.json")" ] ||
 		die "deb: hack/deb/daemon.stock.json must be hack/deb/daemon.json without the series' options"
 
@@ -182,6 +182,8 @@ build_dockerd() { # patched|stock
 	ln -s ../../../bin/tini-static "$root/$LIB/bin/docker-init"
 	install -m 0755 "$SRC/moby-ab-bridge" "$root/$LIB/moby-ab-bridge"
 	install -m 0755 "$SRC/moby-ab-switch" "$root/usr/sbin/moby-ab-switch"
+	series_options >"$root/$LIB/series-options"
+	chmod 0644 "$root/$LIB/series-options"
 	install -m 0644 "$SRC/moby-ab-docker.service" "$SRC/moby-ab-docker.socket" "$root/lib/systemd/system/"
 	install -m 0644 "$config" "$root/etc/moby-ab/daemon.json"
 	gzip -9n <"$SRC/moby-ab-switch.8" >"$root/usr/share/man/man8/moby-ab-switch.8.gz"

@@ -94,6 +94,8 @@ import threading
 import time
 import urllib.parse
 
+from ab import units  # hack/ab/units.py: the one parser of sizes, rates and durations
+
 
 # one-shot faults that the proxy answers itself, from the blob's bytes
 OWN_FAULTS = ("short", "extra", "trickle")
@@ -697,20 +699,17 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0, opts=None):
 
 
 def parse_rate(p, v):
-    """bytes per second from "8mbit", "500kbit", "1gbit" or bits per second; 0 if empty"""
+    """bytes per second from "8mbit", "500kbit", "1gbit" or a plain number
+    of bits per second (ab.units); 0 if empty"""
     if not v:
         return 0
-    units = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "bit": 1}
-    for u, f in units.items():
-        if v.lower().endswith(u):
-            try:
-                r = float(v[: -len(u)]) * f / 8
-            except ValueError:
-                break
-            if r > 0:
-                return r
-            break
-    p.error(f"--conn-rate: {v!r} is not a rate: use e.g. 8mbit, 500kbit")
+    try:
+        r = units.rate(v, plain=True) / 8
+    except ValueError as e:
+        p.error(f"--conn-rate: {e}")
+    if r <= 0:
+        p.error(f"--conn-rate: {v!r}: want a rate above 0, e.g. 8mbit")
+    return r
 
 
 class Server(http.server.ThreadingHTTPServer):
@@ -744,12 +743,25 @@ def valid_break(f):
 
 
 def parse_size(v):
-    """bytes from "3GiB", "64KiB", "1048576" (K, M, G: powers of 1024); None if not a size"""
-    m = re.fullmatch(r"(\d+)\s*([KMG]i?B?|B)?", v.strip(), re.I)
-    if not m:
+    """bytes from "3GiB", "64KiB", "1MB" or a plain number of bytes
+    (ab.units); None if not a size"""
+    try:
+        return units.size(v.strip(), plain=True)
+    except ValueError:
         return None
-    mult = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[(m.group(2) or "")[:1].lower()]
-    return int(m.group(1)) * mult
+
+
+def option(kind, plain):
+    """An argparse type: a size or duration (ab.units), a bare number in
+    plain (bytes, seconds); argparse names the option in its error."""
+    def convert(v):
+        try:
+            x = units.parse(kind, v, plain)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return int(x) if kind == "size" else float(x)
+    convert.__name__ = kind
+    return convert
 
 
 def parse_faults(p, spec):
@@ -768,7 +780,7 @@ def parse_faults(p, spec):
             if at:
                 modes[kind] = parse_size(arg)
                 if not modes[kind]:
-                    p.error(f"--faults: {f!r}: big-manifest@SIZE takes a size in bytes, e.g. 3GiB")
+                    p.error(f"--faults: {f!r}: big-manifest@SIZE takes a size, e.g. 3GiB, or a number of bytes")
         else:
             p.error(f"--faults: unknown fault {f!r}: use an HTTP status 400-599, reset[@F] or stall[@F] "
                     f"(0 < F < 1), {', '.join(OWN_FAULTS)}, or the modes {', '.join(MODES[:-1])}, big-manifest[@SIZE]")
@@ -780,13 +792,19 @@ def main():
     p.add_argument("--listen", required=True, help="address:port to listen on")
     p.add_argument("--upstream", required=True, help="the real registry, e.g. http://10.199.0.1:5000")
     p.add_argument("--faults", default="", help="comma-separated plan, e.g. 503,429,reset,stall")
-    p.add_argument("--min-size", type=int, default=0, help="only blobs of at least this many bytes take a fault")
-    p.add_argument("--stall-seconds", type=float, default=3.0)
-    p.add_argument("--conn-rate", default="", help="cap each connection's response bodies, e.g. 8mbit (a CDN's per-connection cap)")
+    p.add_argument("--min-size", type=option("size", "B"), default=0,
+                   help="only blobs of at least this size take a fault, e.g. 1MiB, or a number of bytes")
+    p.add_argument("--stall-seconds", type=option("duration", "s"), default=3.0,
+                   help="stall: how long, e.g. 500ms, or a number of seconds (default 3)")
+    p.add_argument("--conn-rate", default="", help="cap each connection's response bodies, e.g. 8mbit, or a number of "
+                   "bits per second (a CDN's per-connection cap)")
     p.add_argument("--storage-listen", help="redirect-expire: the storage listener, address:port (default: --listen's port + 1)")
-    p.add_argument("--expire-bytes", default="1MiB", help="redirect-expire: the body bytes one storage URL serves (default 1MiB)")
-    p.add_argument("--expire-seconds", type=float, default=30.0, help="redirect-expire: how long a storage URL lasts (default 30)")
-    p.add_argument("--token-seconds", type=float, default=3.0, help="token-expire: how long a token lasts (default 3)")
+    p.add_argument("--expire-bytes", default="1MiB", help="redirect-expire: the body bytes one storage URL serves, "
+                   "e.g. 100KiB, or a number of bytes (default 1MiB)")
+    p.add_argument("--expire-seconds", type=option("duration", "s"), default=30.0,
+                   help="redirect-expire: how long a storage URL lasts, e.g. 30s, or a number of seconds (default 30)")
+    p.add_argument("--token-seconds", type=option("duration", "s"), default=3.0,
+                   help="token-expire: how long a token lasts, e.g. 3s, or a number of seconds (default 3)")
     p.add_argument("--token-advertise", type=int, help="token-expire: the expires_in handed out with a token "
                    "(default: --token-seconds, rounded up): more is a token revoked before its announced expiry")
     p.add_argument("--big-pad", action="store_true", help="big-manifest: serve the layer as declared (zeros after the blob)")
@@ -797,7 +815,7 @@ def main():
     a.storage_listen = a.storage_listen or f"{host}:{int(port) + 1}"
     a.expire_bytes = parse_size(a.expire_bytes)
     if not a.expire_bytes:
-        p.error("--expire-bytes: want a size of at least 1 byte, e.g. 1MiB")
+        p.error("--expire-bytes: want a size of at least 1 byte, e.g. 1MiB, or a number of bytes")
     if a.expire_seconds <= 0 or a.token_seconds <= 0:
         p.error("--expire-seconds and --token-seconds must be more than 0")
     if a.token_advertise is None:

@@ -97,7 +97,8 @@ def failures(doc):
 def comparisons(doc):
     """Per cell (and per patched arm, see kinds/pull.py): patched against
     stock's default and (for scans) stock's best, paired by repetition; the
-    p-values Holm-adjusted across them all (p_adj).
+    p-values Holm-adjusted across them all (p_adj; and the sign-flip
+    checks' among themselves, p_sign_adj: stats.adjust).
     Stock's best setting is chosen on the same samples, so its comparison's
     p is multiplied by the number of settings scanned (Bonferroni: any of
     them could have been the best) and its interval is at 1 - 0.05/settings."""
@@ -134,11 +135,9 @@ def comparisons(doc):
                     row["stock_worst"] = {"params": label(worst["params"]), "entry": worst, **s}
             row["peers"] = peers(pr, [e for e in es if e["flavor"] in PEERS], kind)
             out.append(row)
-    tests = [r[k] for r in out for k in ("vs_default", "vs_best") if r[k] and not r[k]["too_few"]]
-    tests += [pe["vs_best"] for r in out for pe in r["peers"].values()
-              if pe["vs_best"] and not pe["vs_best"]["too_few"]]
-    for t, padj in zip(tests, stats.holm([t["p"] for t in tests])):
-        t["p_adj"] = padj
+    tests = [r[k] for r in out for k in ("vs_default", "vs_best")]
+    tests += [pe["vs_best"] for r in out for pe in r["peers"].values()]
+    stats.adjust(tests)
     return out
 
 
@@ -168,14 +167,18 @@ def peers(pr, entries, kind):
 
 def fmt_ratio(r, lower):
     """A paired comparison: ratio, interval, p (Holm-adjusted when it has
-    been, else marked uncorrected) and the verdict."""
+    been, else marked uncorrected); when adjusted, the verdict and the
+    sign-flip check's p, and where the check disagrees (stats.check), in
+    bold."""
     if not r:
         return "n/a"
     if r["too_few"] or r["p"] is None:
         return f"{r['ratio']:.2f}, too few samples (n={r['n']})"
     ci = f"[{r['lo']:.2f}, {r['hi']:.2f}]" if r["lo"] is not None else "[no interval]"
     if "p_adj" in r:
-        return f"{r['ratio']:.2f} {ci} p={r['p_adj']:.2g} {stats.verdict(r, lower, r['p_adj'])}"
+        out = f"{r['ratio']:.2f} {ci} p={r['p_adj']:.2g} {stats.verdict(r, lower, r['p_adj'])}"
+        note = stats.check(r, lower, r["p_adj"], r.get("p_sign_adj"))
+        return out + (f"; **{note}**" if note else f"; sign-flip p={r['p_sign']:.2g}")
     return f"{r['ratio']:.2f} {ci} p={r['p']:.2g} uncorrected"
 
 
@@ -238,14 +241,18 @@ def summary_table(doc):
 STATISTICS = (
     "Times in seconds (lower is better) unless marked req/s. Stock and patched samples of the same repetition "
     "(measured ABAB) are pairs; n is the number of pairs. A ratio is patched/stock, the geometric mean of the "
-    "pairs' ratios, with the 95% interval an exact sign-flip permutation test on the pairs' log-ratios does not "
-    "reject; p is that test's, Holm-adjusted across every comparison of the summary. \"better\" or \"worse\" "
-    "only when the adjusted p is below 0.05, else \"n.s.\"; below "
-    f"{stats.MIN_PAIRS} pairs no test can reach 0.05 (the smallest p with n pairs is 2/2^n) and the ratio "
-    "says \"too few samples\". Stock's best setting of a scan is picked after the fact on the same samples: "
-    "its p is multiplied by the number of settings scanned before the Holm adjustment, and its interval is "
-    "at 1 - 0.05/settings. Ratios in the sections below the summary are paired by repetition too, and "
-    "their p is uncorrected (no verdict). failed: samples that failed, left out of every statistic.")
+    "pairs' ratios, with the 95% interval of a paired t-test on the pairs' log-ratios; p is that test's, "
+    "Holm-adjusted across every comparison of the summary. \"better\" or \"worse\" only when the adjusted p is "
+    "below 0.05, else \"n.s.\". Each verdict is checked with an exact sign-flip permutation test on the same "
+    "log-ratios, which assumes no normality (sign-flip p, uncorrected across the summary; its smallest with n "
+    "pairs is 2/2^n): a verdict it does not confirm at 0.05, or an \"n.s.\" where it finds a difference after "
+    "Holm, is marked in bold. Below "
+    f"{stats.MIN_PAIRS} pairs there is no verdict (\"too few samples\"): the check could not confirm one. "
+    "Stock's best setting of a scan is picked after the fact on the same samples: "
+    "its p (both tests') is multiplied by the number of settings scanned before the Holm adjustment, and its "
+    "interval is at 1 - 0.05/settings. Ratios in the sections below the summary are paired by repetition too, "
+    "and their p is the t-test's, uncorrected (no verdict). failed: samples that failed, left out of every "
+    "statistic.")
 
 
 def header(doc, run):

@@ -1,8 +1,22 @@
-"""Units used in suite files: durations, rates, sizes, percentages.
+"""Units: durations, rates, sizes, percentages.
 
-This is the one parser of them: what a script takes from the harness is a
-plain number (milliseconds, bits per second, percent; see plain()), and
-hack/link.sh converts the flags a person types with units through it:
+This is the one parser of them in hack/: suite files, hack/link.sh's flags
+(converted with `python3 -m ab.units`, below), hack/faultreg.py's options,
+hack/testimages/mkimage.py's layer sizes and hack/checkpoint-device-rate.sh's
+caps all go through parse(). hack/linkemu, a Go program, parses the same
+spellings with the same tables (linkemu/units.go); both are tested against
+one list of cases, units-cases.txt beside this file.
+
+    size      B KiB MiB GiB (powers of 1024), KB MB GB (of 1000): 512KiB
+    rate      bit kbit mbit gbit, any case (bits per second): 100mbit
+    duration  us (or µs) ms s m: 35ms, 1.5s
+    percent   %: 0.5%
+
+A number is digits with an optional fraction, right against its unit: no
+sign, no exponent, no space. Suite files must give the unit; a program that
+took plain numbers before keeps taking them (parse(..., plain=UNIT): a bare
+number is in UNIT). What a script takes from the harness is a plain number
+(milliseconds, bits per second, percent; see plain()):
 
     python3 -m ab.units milliseconds|bits_per_second|percentage VALUE
 """
@@ -10,73 +24,76 @@ import re
 import sys
 from decimal import Decimal
 
-_SIZE = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 10**3, "MB": 10**6, "GB": 10**9}
-_DUR = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
-_DUR_MS = {"us": Decimal("0.001"), "ms": Decimal(1), "s": Decimal(1000), "m": Decimal(60000)}
-_RATE = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+# kind -> {unit: its value in the kind's base unit (bytes, bits per second,
+# seconds, a fraction)}; linkemu/units.go has the same tables
+UNITS = {
+    "size": {"B": Decimal(1), "KiB": Decimal(1 << 10), "MiB": Decimal(1 << 20), "GiB": Decimal(1 << 30),
+             "KB": Decimal(10**3), "MB": Decimal(10**6), "GB": Decimal(10**9)},
+    "rate": {"bit": Decimal(1), "kbit": Decimal(10**3), "mbit": Decimal(10**6), "gbit": Decimal(10**9)},
+    "duration": {"us": Decimal("0.000001"), "µs": Decimal("0.000001"), "ms": Decimal("0.001"), "s": Decimal(1),
+                 "m": Decimal(60)},
+    "percent": {"%": Decimal("0.01")},
+}
+CASELESS = {"rate"}  # 100Mbit is 100mbit
+EXAMPLES = {"size": "512KiB, 10MiB", "rate": "100mbit, 20mbit", "duration": "35ms, 1.5s", "percent": "0%, 0.5%"}
+WORDS = {"B": "bytes", "bit": "bits per second", "us": "microseconds", "ms": "milliseconds", "s": "seconds",
+         "%": "percent"}
+_NUMBER = re.compile(r"(\d+(?:\.\d+)?)(.*)", re.S)
 
 
-def size(text):
-    """'512KiB' -> 524288"""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)(B|KiB|MiB|GiB|KB|MB|GB)", str(text))
-    if not m:
-        raise ValueError(f"bad size {text!r} (want e.g. 512KiB, 10MiB)")
-    return int(float(m.group(1)) * _SIZE[m.group(2)])
+def parse(kind, text, plain=None):
+    """text (e.g. '512KiB') -> its value in kind's base unit, exactly (a
+    Decimal). plain: the unit a bare number is in (None: a bare number is
+    refused). ValueError names what was wrong."""
+    table = UNITS[kind]
+    m = _NUMBER.fullmatch(str(text))
+    unit = m.group(2) if m else None
+    if m and unit == "" and plain is not None:
+        unit = plain
+    if unit is not None and kind in CASELESS:
+        unit = next((u for u in table if u.lower() == unit.lower()), None)
+    if not m or unit not in table:
+        raise ValueError(f"bad {'percentage' if kind == 'percent' else kind} {text!r} (want e.g. {EXAMPLES[kind]}"
+                         + (f", or a plain number of {WORDS.get(plain, plain)}" if plain else "") + ")")
+    v = Decimal(m.group(1)) * table[unit]
+    if kind == "percent" and v > 1:
+        raise ValueError(f"bad percentage {text!r} (want e.g. {EXAMPLES[kind]}; at most 100%)")
+    return v
 
 
-def _duration(text):
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)(us|ms|s|m)", str(text))
-    if not m:
-        raise ValueError(f"bad duration {text!r} (want e.g. 35ms, 1.5s)")
-    return m.group(1), m.group(2)
+def size(text, plain=False):
+    """'512KiB' -> 524288 (bytes; plain: a bare number is bytes)"""
+    return int(parse("size", text, "B" if plain else None))
 
 
-def duration(text):
-    """'35ms' -> 0.035"""
-    n, unit = _duration(text)
-    return float(n) * _DUR[unit]
+def duration(text, plain=None):
+    """'35ms' -> 0.035 (seconds; plain: the unit of a bare number, e.g. 's')"""
+    return float(parse("duration", text, plain))
 
 
-def milliseconds(text):
+def milliseconds(text, plain=None):
     """'500us' -> 0.5: a duration in milliseconds, computed in decimal."""
-    n, unit = _duration(text)
-    return float(Decimal(n) * _DUR_MS[unit])
+    return float(parse("duration", text, plain) * 1000)
 
 
-def _rate(text):
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)(kbit|mbit|gbit)", str(text).lower())
-    if not m:
-        raise ValueError(f"bad rate {text!r} (want e.g. 100mbit, 20mbit)")
-    return m.group(1), m.group(2)
+def rate(text, plain=False):
+    """'100mbit' -> 1e8 bits/s (plain: a bare number is bits/s)"""
+    return float(parse("rate", text, "bit" if plain else None))
 
 
-def rate(text):
-    """'100mbit' -> 1e8 bits/s"""
-    n, unit = _rate(text)
-    return float(n) * _RATE[unit]
-
-
-def bits_per_second(text):
+def bits_per_second(text, plain=False):
     """'1.5kbit' -> 1500: a rate in whole bits per second."""
-    n, unit = _rate(text)
-    return int(Decimal(n) * Decimal(int(_RATE[unit])))
+    return int(parse("rate", text, "bit" if plain else None))
 
 
-def _percent(text):
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)%", str(text))
-    if not m or float(m.group(1)) > 100:
-        raise ValueError(f"bad percentage {text!r} (want e.g. 0%, 0.5%)")
-    return m.group(1)
+def percent(text, plain=False):
+    """'0.5%' -> 0.005 (plain: a bare number is percent)"""
+    return float(parse("percent", text, "%" if plain else None))
 
 
-def percent(text):
-    """'0.5%' -> 0.005"""
-    return float(_percent(text)) / 100
-
-
-def percentage(text):
+def percentage(text, plain=False):
     """'0.5%' -> 0.5: percent, as written."""
-    return float(_percent(text))
+    return float(parse("percent", text, "%" if plain else None) * 100)
 
 
 def plain(x):

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,35 +22,18 @@ func parseEnd(s string) (end, error) {
 	return end{ns, dev}, nil
 }
 
-// parseRate takes tc-style rates: 100mbit, 20Mbit, 1gbit, 500kbit, 1000000 (bit/s).
+// parseRate: a rate in bits per second, e.g. 100mbit, 20Mbit, 1gbit,
+// 500kbit or a plain 1000000 (units.go); empty: unlimited.
 func parseRate(s string) (float64, error) {
-	if s == "" || s == "0" {
+	if s == "" {
 		return 0, nil
 	}
-	l := strings.ToLower(s)
-	mult := 1.0
-	for _, u := range []struct {
-		suffix string
-		m      float64
-	}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}} {
-		if strings.HasSuffix(l, u.suffix) {
-			l, mult = strings.TrimSuffix(l, u.suffix), u.m
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(l, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("bad rate %q (want e.g. 100mbit)", s)
-	}
-	return v * mult, nil
+	return parseQuantity("rate", s, "bit")
 }
 
+// parsePercent: a loss as a fraction, from 0.5% or a plain 0.5 (percent).
 func parsePercent(s string) (float64, error) {
-	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
-	if err != nil || v < 0 || v > 100 {
-		return 0, fmt.Errorf("bad percentage %q (want 0%%..100%%)", s)
-	}
-	return v / 100, nil
+	return parseQuantity("percent", s, "%")
 }
 
 type direction struct {
@@ -102,14 +84,16 @@ func main() {
 	var (
 		aFlag   = flag.String("a", "", "first end: NETNS_PATH:TUN_DEVICE")
 		bFlag   = flag.String("b", "", "second end: NETNS_PATH:TUN_DEVICE")
-		delay   = flag.Duration("delay", 0, "one-way delay, each direction (RTT/2)")
-		jitter  = flag.Duration("jitter", 0, "uniform jitter added to the delay (no reordering)")
-		rate    = flag.String("rate", "", "rate each direction, e.g. 100mbit (empty: unlimited)")
+		delay   time.Duration
+		jitter  time.Duration
+		rate    = flag.String("rate", "", "rate each direction, e.g. 100mbit, or a plain number of bit/s (empty: unlimited)")
 		queue   = flag.Int("queue", 1000, "drop-tail queue limit, packets per direction (0: unlimited)")
-		loss    = flag.String("loss", "0%", "random loss each direction")
+		loss    = flag.String("loss", "0%", "random loss each direction, e.g. 0.5%")
 		seed    = flag.Int64("seed", 1, "random seed for loss and jitter")
 		statsTo = flag.String("stats", "", "write per-direction counters as JSON here on exit")
 	)
+	flag.Var(durationFlag{&delay}, "delay", "one-way delay, each direction (RTT/2), e.g. 17.5ms, or a plain number of ms")
+	flag.Var(durationFlag{&jitter}, "jitter", "uniform jitter added to the delay (no reordering), e.g. 500us")
 	flag.Parse()
 	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, "linkemu:", err)
@@ -131,10 +115,10 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	if *delay < 0 || *jitter < 0 || *queue < 0 {
-		fail(fmt.Errorf("delay, jitter and queue must not be negative"))
+	if *queue < 0 {
+		fail(fmt.Errorf("queue must not be negative"))
 	}
-	p := Params{Delay: *delay, Jitter: *jitter, RateBps: r, QueuePkts: *queue, Loss: l}
+	p := Params{Delay: delay, Jitter: jitter, RateBps: r, QueuePkts: *queue, Loss: l}
 	fa, err := openTun(a.ns, a.dev)
 	if err != nil {
 		fail(err)

@@ -16,20 +16,17 @@ import io
 import json
 import os
 import random
-import re
 import stat
 import sys
 import tarfile
 
-UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
-         "KB": 10**3, "MB": 10**6, "GB": 10**9}
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from ab import units  # noqa: E402  hack/ab/units.py: the one parser of sizes
 
 
 def parse_size(text):
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]i?B|B)?\s*", text)
-    if not m:
-        raise ValueError(f"bad size {text!r} (want e.g. 512KiB, 10MiB)")
-    return int(float(m.group(1)) * UNITS[m.group(2) or ""])
+    """'512KiB' -> 524288; a plain number is bytes (ab.units)."""
+    return units.size(text.strip(), plain=True)
 
 
 def _tarinfo(name, st):

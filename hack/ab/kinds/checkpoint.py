@@ -321,7 +321,7 @@ def together_table(doc):
         return ""
     lines = ["## Together against alone (seed 001, Figure 3)", "",
              "Each container's checkpoint time with all the suite's containers checkpointed at once, against its "
-             "time alone (medians; ratio together/alone paired by repetition, with its 95% sign-flip interval). The batch is the time from the "
+             "time alone (medians; ratio together/alone paired by repetition, with its 95% t interval). The batch is the time from the "
              "requests to the last checkpoint done.", "",
              "| flavour | container | alone | together | together/alone [95% CI] |",
              "| --- | --- | --- | --- | --- |"] + rows

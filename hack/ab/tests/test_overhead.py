@@ -151,8 +151,8 @@ class OverheadReportTest(unittest.TestCase):
         # native row: the seed's requests/s; published: ours 0.50 of native, the seed's 1.22
         self.assertRegex(md, r"\| /network \| native \| 100 \| 100 \| 1.00 \[[\d.]+, [\d.]+\] p=1 uncorrected \| 1 \| 1 \| "
                              r"5692 \| 1.00 \|")
-        self.assertRegex(md, r"\| /network \| published \| 50\.00 \| 50\.00 \| .* \| 0\.50 \[.*\] p=0.016 uncorrected \| "
-                             r"0\.50 \[.*\] p=0.016 uncorrected \| 6965 \| 1\.22 \|")
+        self.assertRegex(md, r"\| /network \| published \| 50\.00 \| 50\.00 \| .* \| 0\.50 \[0\.50, 0\.50\] p=0 uncorrected \| "
+                             r"0\.50 \[0\.50, 0\.50\] p=0 uncorrected \| 6965 \| 1\.22 \|")
         self.assertRegex(md, r"\| /network \| bridge \| .* \| - \| - \|")
         self.assertIn("| /network | native | 6.00 / 5.00 / 50.00 | 6.00 / 5.00 / 50.00 |", md)
         self.assertTrue(os.path.getsize(os.path.join(d, "overhead-placements.png")) > 1000)
@@ -163,10 +163,10 @@ class OverheadReportTest(unittest.TestCase):
         self.assertIn("exchange a small message 5000 times", md)
         self.assertIn("In each, the server runs on CPU 0 and the client on CPU 1.", md)
         self.assertRegex(md, r"\| bridge \| 13\.0 / 12\.0 / 24\.0 \| 13\.0 / 12\.0 / 24\.0 \| 1\.00 .* \| "
-                             r"1\.20 \[.*\] p=0.016 uncorrected \| 1\.20 \[.*\] p=0.016 uncorrected \| 1\.15 \(MPI communication time\) \|")
+                             r"1\.20 \[1\.19, 1\.21\] p=4e-09 uncorrected \| 1\.20 \[1\.19, 1\.21\] p=4e-09 uncorrected \| 1\.15 \(MPI communication time\) \|")
         self.assertIn("MPI communication time 1.15x bare metal's", md)
         # the summary's unit for round trips
-        self.assertIn("| pingpong: bridge | 7 | 0 patched, 0 stock | 12.0 µs (defaults) | 12.0 µs | 1.00 [1.00, 1.00] p=1 n.s. |", md)
+        self.assertIn("| pingpong: bridge | 7 | 0 patched, 0 stock | 12.0 µs (defaults) | 12.0 µs | 1.00 [1.00, 1.00] p=1 n.s.; sign-flip p=1 |", md)
 
 
 class WrkErrorsTest(unittest.TestCase):

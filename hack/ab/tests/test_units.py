@@ -38,6 +38,108 @@ class UnitsTest(unittest.TestCase):
         self.assertEqual((units.duration("35ms"), units.rate("100mbit"), units.percent("0.5%")), (0.035, 1e8, 0.005))
 
 
+def cases():
+    """The lines of units-cases.txt: (kind, text, plain or None, Decimal value or None for an error)."""
+    from decimal import Decimal
+    out = []
+    with open(os.path.join(os.path.dirname(units.__file__), "units-cases.txt"), encoding="utf-8") as f:
+        for line in f:
+            if not line.strip() or line.startswith("#"):
+                continue
+            kind, text, plain, value = (c.strip() for c in line.split("|"))
+            out.append((kind, "" if text == '""' else text, None if plain == "-" else plain,
+                        None if value == "error" else Decimal(value)))
+    return out
+
+
+class CasesTest(unittest.TestCase):
+    """units-cases.txt, which hack/linkemu's parser is tested against too."""
+
+    def test_every_case(self):
+        cs = cases()
+        self.assertGreater(len(cs), 40)
+        self.assertEqual({k for k, *_ in cs}, set(units.UNITS))
+        for kind, text, plain, want in cs:
+            with self.subTest(kind=kind, text=text, plain=plain):
+                if want is None:
+                    with self.assertRaises(ValueError):
+                        units.parse(kind, text, plain)
+                else:
+                    self.assertEqual(units.parse(kind, text, plain), want)
+
+    def test_every_unit_has_a_case(self):
+        seen = {(k, u) for k, t, p, v in cases() if v is not None
+                for u in units.UNITS[k] if t.lower().endswith(u.lower()) or (p == u and t[-1:].isdigit())}
+        self.assertEqual(seen, {(k, u) for k, t in units.UNITS.items() for u in t})
+
+    def test_plain_units_of_the_programs(self):
+        # what faultreg and mkimage took before as plain numbers, they still take
+        self.assertEqual(units.size("1048576", plain=True), 1 << 20)
+        self.assertEqual(units.bits_per_second("8000000", plain=True), 8_000_000)
+        self.assertEqual(units.duration("3", plain="s"), 3.0)
+        self.assertEqual(units.percent("0.5", plain=True), 0.005)
+        with self.assertRaisesRegex(ValueError, r"bad size '1048576' \(want e.g. 512KiB, 10MiB\)"):
+            units.size("1048576")
+        with self.assertRaisesRegex(ValueError, r"bad rate 'x' \(want e.g. 100mbit, 20mbit, or a plain number of bits per second\)"):
+            units.rate("x", plain=True)
+
+
+class ProgramsTest(unittest.TestCase):
+    """faultreg.py, mkimage.py and checkpoint-device-rate.sh parse with
+    ab.units: the same spellings, and the plain numbers they took before."""
+
+    def load(self, path, name):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(name, os.path.join(HACK, path))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    def test_faultreg_sizes_and_rates(self):
+        fr = self.load("faultreg.py", "faultreg")
+
+        class Refused(Exception):
+            pass
+
+        class P:
+            def error(self, msg):
+                raise Refused(msg)
+        for text, want in (("1MiB", 1 << 20), ("1048576", 1 << 20), ("3GiB", 3 << 30), ("64KB", 64000), ("64K", None),
+                           ("3G", None), ("fast", None)):
+            self.assertEqual(fr.parse_size(text), want, text)
+        for text, want in (("8mbit", 1e6), ("8Mbit", 1e6), ("8000000", 1e6), ("8000000bit", 1e6), ("", 0)):
+            self.assertEqual(fr.parse_rate(P(), text), want, text)
+        for text, msg in (("8mbps", "bad rate '8mbps'"), ("0", "above 0")):
+            with self.assertRaisesRegex(Refused, msg):
+                fr.parse_rate(P(), text)
+        self.assertEqual(fr.option("duration", "s")("500ms"), 0.5)
+        self.assertEqual(fr.option("duration", "s")("3"), 3.0)
+        self.assertEqual(fr.option("size", "B")("1MiB"), 1 << 20)
+
+    def test_faultreg_refuses_naming_the_option(self):
+        for args, msg in ((["--min-size", "1M"], "argument --min-size: bad size '1M'"),
+                          (["--stall-seconds", "3 s"], "argument --stall-seconds: bad duration '3 s'"),
+                          (["--conn-rate", "8mbps"], "--conn-rate: bad rate '8mbps'")):
+            p = subprocess.run([sys.executable, os.path.join(HACK, "faultreg.py"), "--listen", "127.0.0.1:0",
+                                "--upstream", "http://127.0.0.1:1"] + args, capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(msg, p.stderr)
+
+    def test_mkimage(self):
+        mk = self.load("testimages/mkimage.py", "mkimage")
+        self.assertEqual((mk.parse_size("512KiB"), mk.parse_size("1MB"), mk.parse_size("4096")), (512 << 10, 10**6, 4096))
+        with self.assertRaisesRegex(ValueError, "bad size"):
+            mk.parse_size("10M")
+        with self.assertRaisesRegex(ValueError, "bad size"):
+            mk.parse_size("10 MiB")  # one spelling everywhere: the number against its unit
+
+    def test_checkpoint_device_rate_uses_the_parser(self):
+        with open(os.path.join(HACK, "checkpoint-device-rate.sh"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("from ab import units", text)
+        self.assertNotRegex(text, r"KiB.: 2\*\*10")  # no table of its own
+
+
 class LinkArgumentsTest(unittest.TestCase):
     """What hack/link.sh gets for a [[profile]]."""
 
