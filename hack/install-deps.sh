@@ -50,6 +50,9 @@ APT_PACKAGES=(
 	dpkg-dev lintian systemd
 	# the fleet playbooks (hack/ansible) and their test nodes (hack/nodes.sh)
 	ansible-core openssh-client
+	# a peer of the dockerd hosts in the pull suites (hack/podman-host.sh):
+	# Debian's podman, run with the runtime stack's runc
+	podman
 )
 
 # What running the suites needs, of APT_PACKAGES.
@@ -265,5 +268,7 @@ fi
 	echo "docker-init $("$BIN/docker-init" --version | awk '{print $3}') $BIN/docker-init"
 	echo "docker-registry $(docker-registry --version | awk '{print $3}') $(command -v docker-registry)"
 	echo "docker $(docker version --format '{{.Client.Version}}' 2>/dev/null) $(command -v docker)"
+	# (not podman --version: podman run bare creates the machine's default storage)
+	echo "podman $(dpkg-query -W -f='${Version}' podman) $(command -v podman)"
 } >"$AB_PREFIX/versions.txt"
 column -t "$AB_PREFIX/versions.txt" >&2
