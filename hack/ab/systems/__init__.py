@@ -2,7 +2,7 @@
 system, each with:
 
   FLAVOURS          the [flavor.<name>] tables it runs (dockerd: stock and
-                    patched; containerd: containerd)
+                    patched; containerd: containerd; podman: podman)
   TABLE_KEYS        the keys such a table takes
   validate(v, w, t, name)  check table t (at w) beyond the keys every flavour
                     has, return its daemon settings (v: suite.Validator)
@@ -25,7 +25,7 @@ The core (suite, runner) asks a flavour's system for these; a kind says
 which systems it can measure (kinds.<kind>.SYSTEMS)."""
 import importlib
 
-NAMES = ("dockerd", "containerd")
+NAMES = ("dockerd", "containerd", "podman")
 
 
 def get(name):
