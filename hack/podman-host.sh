@@ -25,8 +25,9 @@
 # and configuration under $AB_RUN/<host>, given by CONTAINERS_CONF,
 # CONTAINERS_STORAGE_CONF and CONTAINERS_REGISTRIES_CONF. Its registries.conf
 # allows plain HTTP to the test registry's addresses only and has no search
-# registries. Every podman command runs through $AB_RUN/<host>/podman (see
-# write_wrapper). This host withholds CAP_SYS_RESOURCE, so the containers'
+# registries. Every podman command runs through $AB_RUN/<host>/podman, in
+# the host's network namespace and a mount namespace of its own (see
+# make_mount_ns). This host withholds CAP_SYS_RESOURCE, so the containers'
 # rlimits are lowered below podman's defaults (nofile 1024, nproc 4096).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -50,25 +51,46 @@ paths() {
 	STORAGE_CONF=$RUNDIR/storage.conf
 	REGISTRIES_CONF=$RUNDIR/registries.conf
 	POLICY=$RUNDIR/policy.json
+	MNTNS=$RUNDIR/ns/mnt
+}
+
+# make_mount_ns: the host's mount namespace, kept at $MNTNS. It starts as a
+# copy of the machine's (nothing mounted in one reaches the other); the
+# copies of what others mounted below /run, /tmp and /var/lib (other test
+# hosts' namespaces, storage and scratch) and of any namespace or overlay
+# are dropped at once, so that this namespace holds none of them alive. In
+# it /var/lib is read-only but for $VARDIR: podman 4.3 keeps a blob-info
+# cache in /var/lib/containers/cache whatever its configuration says; there
+# it cannot create one and keeps it in memory (what it knew of earlier pulls
+# goes with each command). Every podman command of the host runs in it, so
+# the mounts of its containers' root file systems are the host's alone and
+# go with it.
+make_mount_ns() {
+	mkdir -p "$RUNDIR/ns"
+	# a namespace is kept by a bind mount of it, on a private mount
+	mount --bind "$RUNDIR/ns" "$RUNDIR/ns"
+	mount --make-private "$RUNDIR/ns"
+	: >"$MNTNS"
+	# shellcheck disable=SC2016 # expanded by that shell
+	unshare --mount="$MNTNS" --propagation private -- /bin/sh -c '
+		awk '\''{ for (i = 7; i <= NF; i++) if ($i == "-") { fs = $(i + 1); break }
+		          if (fs == "nsfs" || fs == "overlay" || $5 ~ "^/(run|tmp|var/lib)/.") print $5 }'\'' \
+			/proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+		mount --bind /var/lib /var/lib && mount -o remount,bind,ro /var/lib &&
+		mount --bind "$1" "$1" && mount -o remount,bind,rw "$1"' sh "$VARDIR" ||
+		die "podman $H: cannot make its mount namespace"
 }
 
 # write_wrapper: $RUNDIR/podman, podman in the host: its environment, its
-# network namespace, and a mount namespace of its own in which /var/lib is
-# read-only but for $VARDIR. podman 4.3 keeps a blob-info cache in
-# /var/lib/containers/cache whatever its configuration says; there it cannot
-# create one and keeps it in memory (what it knew of earlier pulls goes with
-# each command). The harness times pulls through it: a shell, nsenter and
-# unshare, a few milliseconds.
+# network and mount namespaces. The harness times pulls through it (a
+# shell and nsenter: a few milliseconds).
 write_wrapper() {
 	cat >"$RUNDIR/podman.tmp" <<-SH
 		#!/bin/sh
 		# podman in test host $H (hack/podman-host.sh)
 		export CONTAINERS_CONF=$CONF CONTAINERS_STORAGE_CONF=$STORAGE_CONF
 		export CONTAINERS_REGISTRIES_CONF=$REGISTRIES_CONF TMPDIR=$VARDIR/tmp PATH=$(ab_path)
-		exec nsenter --net=/run/netns/$NS -- unshare --mount --propagation private -- /bin/sh -c \\
-		  'mount --bind /var/lib /var/lib && mount -o remount,bind,ro /var/lib \\
-		    && mount --bind $VARDIR $VARDIR && mount -o remount,bind,rw $VARDIR && exec "\$@"' \\
-		  sh $PODMAN "\$@"
+		exec nsenter --net=/run/netns/$NS --mount=$MNTNS -- $PODMAN "\$@"
 	SH
 	chmod 0755 "$RUNDIR/podman.tmp"
 	mv "$RUNDIR/podman.tmp" "$RUNDIR/podman"
@@ -163,6 +185,7 @@ cmd_up() {
 	write_configs
 	write_wrapper
 	ensure_flavour_ns "$H"
+	make_mount_ns
 	# storage initialised, configuration read: a podman that cannot run
 	# here fails now, not at its first pull
 	if ! "$RUNDIR/podman" info --format '{{.Store.GraphDriverName}}' >"$RUNDIR/info.out" 2>&1; then
@@ -184,9 +207,27 @@ cmd_config() {
 
 cmd_down() {
 	paths "$1"
-	if [ -x "$RUNDIR/podman" ] && ns_exists "$NS"; then
-		# its containers (their conmon and runc processes are podman's to end)
-		"$RUNDIR/podman" rm --all --force --time 0 >/dev/null 2>&1 || true
+	if [ -x "$RUNDIR/podman" ] && ns_exists "$NS" &&
+		awk -v m="$MNTNS" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo; then
+		# its containers: podman ends them; their conmon processes exit
+		# after them (waited for, by PID; ended if they do not)
+		local ids conmons pid
+		ids=$("$RUNDIR/podman" ps --all --quiet 2>/dev/null) || true
+		conmons=$([ -z "$ids" ] || "$RUNDIR/podman" inspect --format '{{.State.ConmonPid}}' $ids 2>/dev/null) || true
+		[ -z "$ids" ] || "$RUNDIR/podman" rm --all --force --time 0 >/dev/null 2>&1 || true
+		[ -z "$("$RUNDIR/podman" ps --all --quiet 2>/dev/null)" ] ||
+			warn "podman $H: containers left after podman rm: $("$RUNDIR/podman" ps --all --format '{{.Names}}' | tr '\n' ' ')"
+		for pid in $conmons; do
+			[ "$pid" -gt 0 ] 2>/dev/null || continue
+			for _ in $(seq 1 100); do
+				[ "$(pid_exe "$pid")" = /usr/bin/conmon ] || break
+				sleep 0.1
+			done
+			if [ "$(pid_exe "$pid")" = /usr/bin/conmon ]; then
+				warn "podman $H: conmon $pid still there 10s after its container; ending it"
+				kill -KILL "$pid" 2>/dev/null || true
+			fi
+		done
 	fi
 	if [ -f "$AB_RUN/link-$H.backend" ]; then
 		"$(dirname "${BASH_SOURCE[0]}")/link.sh" down "$H" 2>/dev/null || true

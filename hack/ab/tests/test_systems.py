@@ -562,8 +562,8 @@ class PodmanHostScriptTest(unittest.TestCase):
             wrapper = f.read()
         self.assertTrue(os.access(os.path.join(run, "podman"), os.X_OK))
         for want in (f"CONTAINERS_CONF={run}/containers.conf", f"CONTAINERS_STORAGE_CONF={run}/storage.conf",
-                     f"CONTAINERS_REGISTRIES_CONF={run}/registries.conf", "nsenter --net=/run/netns/ab-podman",
-                     "mount -o remount,bind,ro /var/lib", f"mount -o remount,bind,rw {var}", "/usr/bin/podman"):
+                     f"CONTAINERS_REGISTRIES_CONF={run}/registries.conf",
+                     f"nsenter --net=/run/netns/ab-podman --mount={run}/ns/mnt -- /usr/bin/podman"):
             self.assertIn(want, wrapper)
 
 
