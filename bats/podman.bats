@@ -109,6 +109,60 @@ got_layer_sums() {
 	done <"$BATS_TEST_TMPDIR/defaults"
 }
 
+# host <python statement>: run it with p, the running host, and podman the
+# system's module
+host() {
+	(cd "$AB_ROOT/hack" && /usr/bin/python3 -c "
+from ab.systems import podman
+p = podman.Podman('podman')
+$1")
+}
+
+field_of() { # name: the memory holder's last report's value of it
+	"$AB_ROOT/hack/podman-host.sh" podman podman logs --tail 1 abcp-mh | sed -n "s/.* $1=\\([0-9]*\\) .*/\\1/p"
+}
+passes_above() { [ "$(field_of verified_passes)" -gt "$1" ]; }
+
+@test "podman: the harness's checkpoint and restore keep a memory holder's memory and count" {
+	run "$AB_ROOT/hack/podman-host.sh" up podman
+	assert_success
+	run "$AB_ROOT/hack/podman-host.sh" podman podman load -q -i "$AB_ROOT/build/images/memholder.tar"
+	assert_success
+	host "podman.run_container(p, 'abcp-mh', 'ab/memholder', ['memholder', '-r', '200', '16'])"
+	wait_for 30 passes_above -1
+	count=$(field_of count)
+	passes=$(field_of verified_passes)
+	[ -n "$count" ] && [ -n "$passes" ]
+
+	run host "assert podman.checkpoint(p, 'abcp-mh', 'cp0', False).returncode == 0"
+	assert_success
+	run "$AB_ROOT/hack/podman-host.sh" podman podman inspect --format '{{.State.Status}} {{.State.Checkpointed}}' abcp-mh
+	assert_output "exited true"
+	# CRIU's images of its memory, kept with the container
+	run sh -c "ls /var/lib/moby-ab/podman/storage/overlay-containers/*/userdata/checkpoint/pages-*.img"
+	assert_success
+
+	run host "assert podman.restore(p, 'abcp-mh', 'cp0').returncode == 0"
+	assert_success
+	run "$AB_ROOT/hack/podman-host.sh" podman podman inspect --format '{{.State.Status}} {{.State.Restored}}' abcp-mh
+	assert_output "running true"
+	# the same process goes on from its count, and verifies all of its
+	# memory again after the restore
+	wait_for 20 passes_above "$passes"
+	run field_of count
+	[ "$output" -gt "$count" ]
+	run "$AB_ROOT/hack/podman-host.sh" podman podman logs abcp-mh
+	refute_output --partial "CORRUPT"
+	# one count all along: a process started afresh would count from 0
+	sed -n 's/.* count=\([0-9]*\) .*/\1/p' <<<"$output" | sort -n -c
+
+	host "podman.remove(p, ['abcp-mh'])"
+	run "$AB_ROOT/hack/podman-host.sh" down podman
+	assert_success
+	run grep -E ' /(run|var/lib)/moby-ab/podman[/ ]' /proc/self/mountinfo
+	assert_failure
+}
+
 @test "podman: a bad setting is refused naming the key, and nothing is created" {
 	run "$AB_ROOT/hack/podman-host.sh" up podman --engine '{"image_parallel_copies": 0}'
 	assert_failure

@@ -15,6 +15,11 @@ system, each with:
   cold_command(h, refs)  the shell command that removes the refs' images and
                     their content, and fails when anything of them is left
 
+A system that runs containers (dockerd, podman: the checkpoint kind's) also
+has run_container(h, name, image, args), logs(h, name, tail),
+checkpoint(h, name, cp, leave_running) and restore(h, name, cp) (the calls
+the kind times; completed processes), stop(h, name), remove(h, names).
+
 A host object has: flavour (the suite's name for it), host (its test host:
 network namespace ab-<host>, hack/link.sh's <flavour>), env (the environment
 its commands run with), apply(params) (run with these settings, restarting

@@ -11,7 +11,11 @@ command's start to its end as the docker and ctr clients are. The flavour's
 daemon table is settings of containers.conf's [engine] table:
 image_parallel_copies (layers copied at once; podman's default, 0 in its
 containers.conf, is containers/image's 6). Another setting rewrites
-containers.conf; the next command reads it."""
+containers.conf; the next command reads it.
+
+Its containers (the checkpoint kind) run without a network; a checkpoint
+is podman container checkpoint, kept with the container, a restore podman
+container restore."""
 import json
 import os
 import shutil
@@ -140,11 +144,14 @@ def parse_info(text):
 
 
 def start(name, flavour, images):
-    """The host, with the first variant's settings; images: nothing here
-    runs containers, so none are loaded."""
+    """The host, with the first variant's settings, images (build/images)
+    loaded into its storage."""
     p = Podman(name)
     try:
         p.up(flavour.variants()[0])
+        build = os.environ.get("AB_BUILD", os.path.join(hosts.ROOT, "build"))
+        for img in images:
+            p.podman("load", "-q", "-i", os.path.join(build, "images", f"{img}.tar"))
     except BaseException:
         # not yet the runner's to take down: what up left goes now
         p.down()
@@ -179,3 +186,47 @@ def cold_command(p, refs):
     w = wrapper()
     return (f"{w} rmi --all --force >/dev/null 2>&1; test -z \"$({w} images --all --quiet)\""
             f" && test -z \"$(find {graphroot()}/overlay -mindepth 1 -maxdepth 1 -type d ! -name l)\"")
+
+
+
+# --- containers (the checkpoint kind) ----------------------------------------
+
+def image_name(image):
+    """podman's name of a docker-loaded image: a name without a registry is
+    docker.io's (this host has no search registries)."""
+    first = image.split("/", 1)[0]
+    if "/" in image and ("." in first or ":" in first or first == "localhost"):
+        return image
+    return "docker.io/" + (image if "/" in image else "library/" + image)
+
+
+def run_container(p, name, image, args):
+    """Start a container of image, detached, named name, without a network
+    (the host has no network of its own for containers; CNI would keep
+    state in the machine's /var/lib/cni)."""
+    p.podman("run", "-d", "--name", name, "--network", "none", image_name(image), *args)
+
+
+def logs(p, name, tail=None):
+    return p.podman("logs", *(["--tail", str(tail)] if tail else []), name, check=False).stdout
+
+
+def checkpoint(p, name, cp, leave_running):
+    """podman container checkpoint (CRIU through the project's runc): the
+    checkpoint is kept with the container (podman has no named
+    checkpoints; cp is not used)."""
+    return p.podman("container", "checkpoint", *(["--leave-running"] if leave_running else []), name, check=False)
+
+
+def stop(p, name):
+    p.podman("stop", "-t", "1", name, check=False)
+
+
+def restore(p, name, cp):
+    """podman container restore, from the checkpoint kept with the
+    container."""
+    return p.podman("container", "restore", name, check=False)
+
+
+def remove(p, names):
+    p.podman("rm", "-f", *names, check=False)

@@ -43,6 +43,7 @@ class World:
         self.restarts = {}  # flavour -> restarts
         self.containerd_chunks = 0  # the running containerd's chunked downloads (0: off)
         self.configs = {}  # flavour -> configurations written after the first (podman)
+        self.podman_calls = []  # podman's arguments, in order
         self.downs = []  # the hosts taken down
 
     def push(self, repo, tag, layers, seed):
@@ -252,6 +253,18 @@ class FakePodman:
         if config != self.config:  # containers.conf rewritten
             self.config = dict(config)
             self.world.configs[self.flavour] = self.world.configs.get(self.flavour, 0) + 1
+
+    def podman(self, *args, check=True, timeout=600):
+        """Its containers, answered as the World answers docker's."""
+        args = [str(a) for a in args]
+        self.world.podman_calls.append(args)
+        if args[0] in ("run", "logs"):
+            return self.world.docker(self, args)
+        if args[:2] == ["container", "checkpoint"]:
+            return self.world.docker(self, ["checkpoint", "create", args[-1], "cp"])
+        if args[:2] == ["container", "restore"]:
+            return self.world.docker(self, ["start", "--checkpoint", "cp", args[-1]])
+        return self.world.done()
 
     def down(self, keep=None):
         self.world.downs.append(self.flavour)

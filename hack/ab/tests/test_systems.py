@@ -76,7 +76,7 @@ class ContainerdSuiteTest(SuiteErrors, unittest.TestCase):
             'scenarios = ["alone"]\n[[container]]\nname = "a"\nmemory = "16MiB"\n[flavor.stock]\n' \
             '[flavor.containerd]\n'
         self.assertRegex(self.error(ck), r":\d+: \[flavor.containerd\]: checkpoint suites measure dockerd, "
-                                         r"not containerd")
+                                         r"podman, not containerd")
         # a list of settings is a scan, which checkpoint suites do not run
         ck = ck.replace("[flavor.containerd]\n", "daemon = [{}, {}]\n")
         self.assertIn("a list of settings is a scan", self.error(ck))
@@ -342,10 +342,32 @@ class PodmanSuiteTest(SuiteErrors, unittest.TestCase):
             ("daemon = [{}, { image_parallel_copies = 10 }]", "daemon = []", r"daemon: an empty list scans nothing"),
         ])
 
-    def test_only_pull_suites(self):
+    def test_only_pull_and_checkpoint_suites(self):
         ck = GOOD[:GOOD.index("[[profile]]")].replace('kind = "pull"', 'kind = "checkpoint"') + \
             'scenarios = ["alone"]\n[[container]]\nname = "a"\nmemory = "16MiB"\n[flavor.stock]\n[flavor.podman]\n'
-        self.assertRegex(self.error(ck), r":\d+: \[flavor.podman\]: checkpoint suites measure dockerd, not podman")
+        self.assertEqual(load(ck).flavours["podman"].system, "podman")
+        # a checkpoint suite does not scan: one setting
+        self.assertIn("a list of settings is a scan", self.error(ck + "daemon = [{}, {}]\n"))
+        cq = GOOD[:GOOD.index("[[profile]]")].replace('kind = "pull"', 'kind = "cpuquota"') + \
+            '[flavor.stock]\n[flavor.podman]\n'
+        self.assertRegex(self.error(cq), r":\d+: \[flavor.podman\]: cpuquota suites measure dockerd, not podman")
+
+
+    def test_checkpoint_peers_suites(self):
+        """checkpoint-quick-peers and checkpoint-together-peers are their
+        suites with podman added: the same containers, scenarios and dockerd
+        flavours."""
+        root = os.path.join(hosts.ROOT, "hyperfine-suites")
+        for name in ("checkpoint-quick", "checkpoint-together"):
+            with self.subTest(name):
+                base = suite.load(os.path.join(root, name + ".toml"))
+                peers = suite.load(os.path.join(root, name + "-peers.toml"))
+                self.assertEqual((peers.containers, peers.scenarios, peers.restore, peers.floor, peers.repetitions),
+                                 (base.containers, base.scenarios, base.restore, base.floor, base.repetitions))
+                for f in ("stock", "patched"):
+                    self.assertEqual(peers.flavours[f], base.flavours[f])
+                self.assertEqual(peers.flavours["podman"].variants(), [{}])
+                self.assertNotIn("podman", base.flavours)
 
 
 class PodmanCommandsTest(unittest.TestCase):
@@ -479,6 +501,77 @@ class PodmanRunTest(unittest.TestCase):
             md = fh.read()
         self.assertIn("| far / small | containerd | 6 |", md)
         self.assertIn("| far / small | podman | 6 |", md)
+
+
+CHECKPOINT_PODMAN = """
+name = "t"
+kind = "checkpoint"
+repetitions = 6
+scenarios = ["alone", "together"]
+restore = true
+floor = true
+
+[[container]]
+name = "16MiB"
+memory = "16MiB"
+
+[[container]]
+name = "64MiB"
+memory = "64MiB"
+
+[flavor.stock]
+daemon = {}
+
+[flavor.patched]
+daemon = { "checkpoint-max-concurrent" = 2 }
+
+[flavor.podman]
+"""
+
+
+class PodmanCheckpointRunTest(unittest.TestCase):
+    """A checkpoint suite with podman on the pretend machine: its memory
+    holders started, checkpointed and restored with podman's commands in
+    every repetition; runc's floor measured in the dockerd hosts only; the
+    report puts patched against podman, and lists podman's restores."""
+
+    def test_run_and_report(self):
+        out = tempfile.mkdtemp(prefix="ab-ckpt-podman-")
+        self.addCleanup(shutil.rmtree, out, True)
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write(CHECKPOINT_PODMAN)
+        self.addCleanup(os.unlink, f.name)
+        with fakehosts.pretend() as world:
+            s = suite.load(f.name)
+            self.assertTrue(runner.Runner(s, out).run())
+            calls = world.podman_calls
+        self.assertIn(["load", "-q", "-i", os.path.join(hosts.ROOT, "build", "images", "memholder.tar")], calls)
+        runs = [c for c in calls if c[0] == "run"]
+        # 6 repetitions: each container alone, then both together
+        self.assertEqual(len(runs), 6 * 4)
+        self.assertEqual(runs[0][:6], ["run", "-d", "--name", "abcp-16MiB", "--network", "none"])
+        self.assertEqual(runs[0][6:], ["docker.io/ab/memholder", "memholder", "-r", "200", "16"])
+        self.assertEqual(sum(c[:2] == ["container", "checkpoint"] for c in calls), 6 * 4)
+        # restores follow the checkpoints alone, of the container checkpointed
+        restores = [c for c in calls if c[:2] == ["container", "restore"]]
+        self.assertEqual(len(restores), 6 * 2)
+        self.assertEqual(restores[0], ["container", "restore", "abcp-16MiB"])
+        self.assertTrue(all(c[0] != "rm" or c[1] == "-f" for c in calls))
+        doc = report.load(out)
+        pod = {(e["scenario"], e["container"]): e for e in doc["results"] if e["flavor"] == "podman"}
+        self.assertEqual(set(pod), {("alone", "16MiB"), ("alone", "64MiB"), ("together", "16MiB"),
+                                    ("together", "64MiB"), ("together", "(batch)")})
+        self.assertEqual(len([x for x in pod[("alone", "16MiB")]["restore_s"] if x is not None]), 6)
+        floors = [e for e in doc["results"] if e["flavor"] == "runc"]
+        self.assertTrue(floors)
+        self.assertTrue(all(set(e["floor_host"]) <= {"stock", "patched"} for e in floors))
+        row = next(r for r in report.comparisons(doc) if r["cell"] == "alone: 16MiB")
+        self.assertEqual((row["peers"]["podman"]["settings"], row["peers"]["podman"]["vs_best"]["n"]), (1, 6))
+        report.write(out)
+        with open(os.path.join(out, "report.md")) as fh:
+            md = fh.read()
+        self.assertIn("| alone: 16MiB | podman | 6 |", md)
+        self.assertRegex(md, r"\| podman \| 16MiB \| 6/6 \|")
 
 
 @unittest.skipUnless(os.geteuid() == 0, "hack/podman-host.sh needs root")
