@@ -146,9 +146,13 @@ install_ctr() {
 	step "ctr $CONTAINERD_VERSION" "installed"
 }
 
+# (the checks read a version's whole output before grep -q: a program still
+# writing when grep has its match dies of SIGPIPE, and under pipefail a good
+# install would read as missing)
 install_runc() {
-	if "$BIN/runc" --version 2>/dev/null | grep -q "^runc version ${RUNC_VERSION#v}\$" &&
-		"$BIN/runc" --version | grep -q "^libseccomp:"; then
+	local out
+	out=$("$BIN/runc" --version 2>/dev/null) || true
+	if grep -q "^runc version ${RUNC_VERSION#v}\$" <<<"$out" && grep -q "^libseccomp:" <<<"$out"; then
 		step "runc $RUNC_VERSION" "ok"
 		return
 	fi
@@ -179,7 +183,9 @@ criu_tarball_sha256() { # suite dir tarball
 }
 
 install_criu() {
-	if "$BIN/criu" --version 2>/dev/null | grep -q "^Version: $CRIU_VERSION\$"; then
+	local out
+	out=$("$BIN/criu" --version 2>/dev/null) || true
+	if grep -q "^Version: $CRIU_VERSION\$" <<<"$out"; then
 		step "criu $CRIU_VERSION" "ok"
 		return
 	fi
