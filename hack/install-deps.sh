@@ -22,6 +22,8 @@ CRIU_VERSION=${CRIU_VERSION:-4.2.1}
 # Debian suites whose source index may list the tarball, tried in order.
 CRIU_SUITES=${CRIU_SUITES:-sid forky trixie}
 TINI_VERSION=0.19.0
+# Debian 12's podman (APT_PACKAGES): the podman test host is written for it
+PODMAN_SERIES=4.3
 MIN_DOCKER_API=1.44
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 AB_CACHE=${AB_CACHE:-/var/cache/moby-ab}
@@ -224,6 +226,17 @@ install_tini() {
 	step "docker-init (tini $TINI_VERSION)" "installed"
 }
 
+check_podman() {
+	local v
+	v=$(dpkg-query -W -f='${Version}' podman 2>/dev/null || true)
+	if [[ $v == "$PODMAN_SERIES".* ]]; then
+		step "podman $PODMAN_SERIES" "ok ($v)"
+		return
+	fi
+	need "podman $PODMAN_SERIES (Debian 12's; found ${v:-none})" || return 0
+	warn "podman: hack/podman-host.sh is written for podman $PODMAN_SERIES; this machine has ${v:-none}"
+}
+
 check_docker_cli() {
 	local api
 	api=$(docker version --format '{{.Client.APIVersion}}' 2>/dev/null || true)
@@ -259,6 +272,7 @@ install_ctr
 install_runc
 install_criu
 install_tini
+check_podman
 check_docker_cli
 install_zns_kernel
 
