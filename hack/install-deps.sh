@@ -22,6 +22,8 @@ CRIU_VERSION=${CRIU_VERSION:-4.2.1}
 # Debian suites whose source index may list the tarball, tried in order.
 CRIU_SUITES=${CRIU_SUITES:-sid forky trixie}
 TINI_VERSION=0.19.0
+# Debian 12's podman (APT_PACKAGES): the podman test host is written for it
+PODMAN_SERIES=4.3
 MIN_DOCKER_API=1.44
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 AB_CACHE=${AB_CACHE:-/var/cache/moby-ab}
@@ -50,6 +52,9 @@ APT_PACKAGES=(
 	dpkg-dev lintian systemd
 	# the fleet playbooks (hack/ansible) and their test nodes (hack/nodes.sh)
 	ansible-core openssh-client
+	# a peer of the dockerd hosts in the pull suites (hack/podman-host.sh):
+	# Debian's podman, run with the runtime stack's runc
+	podman
 )
 
 # What running the suites needs, of APT_PACKAGES.
@@ -143,9 +148,13 @@ install_ctr() {
 	step "ctr $CONTAINERD_VERSION" "installed"
 }
 
+# (the checks read a version's whole output before grep -q: a program still
+# writing when grep has its match dies of SIGPIPE, and under pipefail a good
+# install would read as missing)
 install_runc() {
-	if "$BIN/runc" --version 2>/dev/null | grep -q "^runc version ${RUNC_VERSION#v}\$" &&
-		"$BIN/runc" --version | grep -q "^libseccomp:"; then
+	local out
+	out=$("$BIN/runc" --version 2>/dev/null) || true
+	if grep -q "^runc version ${RUNC_VERSION#v}\$" <<<"$out" && grep -q "^libseccomp:" <<<"$out"; then
 		step "runc $RUNC_VERSION" "ok"
 		return
 	fi
@@ -176,7 +185,9 @@ criu_tarball_sha256() { # suite dir tarball
 }
 
 install_criu() {
-	if "$BIN/criu" --version 2>/dev/null | grep -q "^Version: $CRIU_VERSION\$"; then
+	local out
+	out=$("$BIN/criu" --version 2>/dev/null) || true
+	if grep -q "^Version: $CRIU_VERSION\$" <<<"$out"; then
 		step "criu $CRIU_VERSION" "ok"
 		return
 	fi
@@ -215,6 +226,17 @@ install_tini() {
 	step "docker-init (tini $TINI_VERSION)" "installed"
 }
 
+check_podman() {
+	local v
+	v=$(dpkg-query -W -f='${Version}' podman 2>/dev/null || true)
+	if [[ $v == "$PODMAN_SERIES".* ]]; then
+		step "podman $PODMAN_SERIES" "ok ($v)"
+		return
+	fi
+	need "podman $PODMAN_SERIES (Debian 12's; found ${v:-none})" || return 0
+	warn "podman: hack/podman-host.sh is written for podman $PODMAN_SERIES; this machine has ${v:-none}"
+}
+
 check_docker_cli() {
 	local api
 	api=$(docker version --format '{{.Client.APIVersion}}' 2>/dev/null || true)
@@ -250,6 +272,7 @@ install_ctr
 install_runc
 install_criu
 install_tini
+check_podman
 check_docker_cli
 install_zns_kernel
 
@@ -265,5 +288,7 @@ fi
 	echo "docker-init $("$BIN/docker-init" --version | awk '{print $3}') $BIN/docker-init"
 	echo "docker-registry $(docker-registry --version | awk '{print $3}') $(command -v docker-registry)"
 	echo "docker $(docker version --format '{{.Client.Version}}' 2>/dev/null) $(command -v docker)"
+	# (not podman --version: podman run bare creates the machine's default storage)
+	echo "podman $(dpkg-query -W -f='${Version}' podman) $(command -v podman)"
 } >"$AB_PREFIX/versions.txt"
 column -t "$AB_PREFIX/versions.txt" >&2

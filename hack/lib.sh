@@ -130,15 +130,17 @@ REGISTRY2=$REG_ADDR2:$REG_PORT
 
 # A test host's index: its veth to the registry is 10.199.<index>.0/30 (its
 # second link's 10.199.<10+index>.0/30). stock and patched are dockerd hosts
-# (hack/daemon.sh); ctrd is containerd's own daemon, a peer the harness
-# compares the patched daemon with (hack/containerd-host.sh). Host names stay
-# short: an interface name (ab-<host>-reg2, abl2-<host>) has 15 bytes at most.
-TEST_HOSTS="stock patched ctrd"
+# (hack/daemon.sh); ctrd is containerd's own daemon and podman Debian's
+# podman, peers the harness compares the patched daemon with
+# (hack/containerd-host.sh, hack/podman-host.sh). Host names stay short: an
+# interface name (ab-<host>-reg2, abl2-<host>) has 15 bytes at most.
+TEST_HOSTS="stock patched ctrd podman"
 flavour_index() {
 	case "$1" in
 	stock) echo 1 ;;
 	patched) echo 2 ;;
 	ctrd) echo 3 ;;
+	podman) echo 4 ;;
 	*) die "unknown test host '$1' (want one of: $TEST_HOSTS)" ;;
 	esac
 }

@@ -225,8 +225,8 @@ def summary_table(doc):
             fmt_ratio(r["vs_best"], r["lower_is_better"]) if sb else "-"))
     peer_rows = [(r, f, pe) for r in rows for f, pe in r.get("peers", {}).items()]
     if peer_rows:
-        lines += ["", "Against the peers (other systems pulling the same images over the same links), each at its "
-                  "best setting:", "",
+        lines += ["", "Against the peers (other systems measured in the same cells, in the same ABAB rounds), each "
+                  "at its best setting:", "",
                   "| cell | peer | n | failed | peer best | patched | patched/peer best [CI] p |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
         for r, f, pe in peer_rows:

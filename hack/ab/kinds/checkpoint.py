@@ -5,7 +5,14 @@ A cell is a scenario (alone, together, incremental) and a [[container]]:
 scenario names the one, container the other's name, image its image; an
 incremental step adds concurrent (how many were checkpointed at once). In
 together, container BATCH is the whole group. Flavour "runc" is the floor:
-runc checkpoint --image-path and fsync of a container of the same kind."""
+runc checkpoint --image-path and fsync of a container of the same kind,
+measured in the dockerd hosts.
+
+Every flavour runs its containers with its system (ab.systems): stock and
+patched are dockerd hosts (docker checkpoint create, docker start
+--checkpoint), podman is podman (podman container checkpoint and restore,
+with the project's runc and CRIU); the report puts patched against it as a
+peer."""
 import concurrent.futures
 import os
 import re
@@ -13,7 +20,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
-from .. import hosts, stats, suite, units
+from .. import hosts, stats, suite, systems, units
 from ..measure import Progress
 from ..report import bar_plot, cell_key, fmt_ratio, fmt_v, keyed, median_of, versus
 from ..results import Cell
@@ -22,7 +29,7 @@ KEYS = ("scenarios", "container", "leave_running", "restore", "floor")
 KEY_FIELDS = ("concurrent",)  # besides scenario and container
 SWITCHES = ("floor",)  # floor = false is no floor, in any suite
 REPETITIONS = 3
-SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
+SYSTEMS = ("dockerd", "podman")  # what it measures (ab.systems)
 SCENARIOS = ("alone", "together", "incremental")
 RUNC = os.path.join(hosts.AB_PREFIX, "bin", "runc")
 # A [[container]]'s name names its containers (abcp-<name>), so it is a
@@ -108,10 +115,10 @@ def run(r):
     n = len(s.containers)
     per = {"alone": n, "together": 1, "incremental": n}
     prog = Progress(sum(per[x] for x in s.scenarios) * s.repetitions * len(r.daemons))
-    # runc's floor is measured in each test host in turn (one per
+    # runc's floor is measured in each dockerd test host in turn (one per
     # repetition, so it is not always beside the same daemon or after the
     # same flavour), once that host's own checkpoints are cleaned up.
-    hosts_ = list(r.daemons)
+    hosts_ = [f for f in r.daemons if systems.name_of(f) == "dockerd"] or list(r.daemons)
 
     def floor_host(rep):
         return hosts_[rep % len(hosts_)]
@@ -165,23 +172,22 @@ def run(r):
 
 
 def start_container(d, c, name):
+    system = systems.of(d.flavour)
     if c.memory:
-        d.docker("run", "-d", "--name", name, "ab/memholder", "memholder", "-r", "200",
-                 str(max(1, c.memory >> 20)))
+        system.run_container(d, name, "ab/memholder", ["memholder", "-r", "200", str(max(1, c.memory >> 20))])
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if "verified_passes=" in d.docker("logs", "--tail", "1", name, check=False).stdout:
+            if "verified_passes=" in system.logs(d, name, tail=1):
                 return
             time.sleep(0.1)
         raise hosts.HostError(f"{name}: the memory holder did not get ready")
-    d.docker("run", "-d", "--name", name, c.image, *c.command)
+    system.run_container(d, name, c.image, c.command)
     time.sleep(2)
 
 
 def checkpoint(d, name, cp, leave_running):
-    args = ["checkpoint", "create"] + (["--leave-running"] if leave_running else []) + [name, cp]
     t0 = time.monotonic()
-    p = d.docker(*args, check=False)
+    p = systems.of(d.flavour).checkpoint(d, name, cp, leave_running)
     t = time.monotonic() - t0
     if p.returncode != 0:
         return None, (p.stderr.strip().splitlines() or ["failed"])[-1][:300]
@@ -192,10 +198,11 @@ def freeze(d, name):
     """How long a memory holder was frozen by a --leave-running checkpoint,
     seen from inside: the longest gap of its 10 ms ticker (maxgap_ms in
     its next report; before the checkpoint it is a few ms)."""
-    before = d.docker("logs", name, check=False).stdout.count("\n")
+    logs = systems.of(d.flavour).logs
+    before = logs(d, name).count("\n")
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        lines = d.docker("logs", name, check=False).stdout.splitlines()
+        lines = logs(d, name).splitlines()
         if len(lines) > before:
             m = re.search(r"maxgap_ms=([\d.]+)", lines[-1])
             return round(float(m.group(1)) / 1000, 4) if m else None
@@ -204,10 +211,11 @@ def freeze(d, name):
 
 
 def restore(d, name, cp, leave_running):
+    system = systems.of(d.flavour)
     if leave_running:
-        d.docker("stop", "-t", "1", name, check=False)
+        system.stop(d, name)
     t0 = time.monotonic()
-    p = d.docker("start", "--checkpoint", cp, name, check=False)
+    p = system.restore(d, name, cp)
     t = time.monotonic() - t0
     if p.returncode != 0:
         return None, (p.stderr.strip().splitlines() or ["failed"])[-1][:300]
@@ -253,7 +261,7 @@ def floor(d, c, rep, leave_running):
 
 def cleanup(d, names):
     if names:
-        d.docker("rm", "-f", *names, check=False)
+        systems.of(d.flavour).remove(d, names)
 
 
 # --- the report -------------------------------------------------------------

@@ -19,9 +19,9 @@ daemon-wide limit is shared by the two; the patched daemon's per-registry
 limits are not. The coldness check holds for each link.
 
 Every flavour pulls with its system (ab.systems): stock and patched are
-dockerd hosts (docker pull), a peer such as containerd pulls with its own
-client (ctr image pull) in a test host of its own over the same kind of
-link; the coldness checks, the link and the order are the same for all.
+dockerd hosts (docker pull), a peer pulls with its own client (containerd:
+ctr image pull; podman: podman pull) in a test host of its own over the
+same kind of link; the coldness checks, the link and the order are the same for all.
 A peer's settings are a scan like stock's; the report puts patched against
 each peer's best.
 
@@ -54,7 +54,7 @@ LEARNED_STATE = "registry-download-concurrency.json"
 COLD_FRACTION = 0.98
 SCANS = True  # a daemon option given as a list: one variant per value
 REPETITIONS = 3
-SYSTEMS = ("dockerd", "containerd")  # what it measures (ab.systems)
+SYSTEMS = ("dockerd", "containerd", "podman")  # what it measures (ab.systems)
 
 
 @dataclass
@@ -309,7 +309,7 @@ def timed_pull(r, d, img, ref, ref2=None):
     # there, prune, ss or ip failing) fails the sample: hyperfine stops when
     # --prepare does, and the pull is not timed warm.
     # The pull and the removal are the system's (ab.systems: docker pull,
-    # ctr image pull); the rest is the same for every system.
+    # ctr image pull, podman pull); the rest is the same for every system.
     system = systems.of(d.flavour)
     refs = [x for x in (ref, ref2) if x]
     cold = system.cold_command(d, refs)

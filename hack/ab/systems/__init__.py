@@ -2,7 +2,7 @@
 system, each with:
 
   FLAVOURS          the [flavor.<name>] tables it runs (dockerd: stock and
-                    patched; containerd: containerd)
+                    patched; containerd: containerd; podman: podman)
   TABLE_KEYS        the keys such a table takes
   validate(v, w, t, name)  check table t (at w) beyond the keys every flavour
                     has, return its daemon settings (v: suite.Validator)
@@ -15,6 +15,11 @@ system, each with:
   cold_command(h, refs)  the shell command that removes the refs' images and
                     their content, and fails when anything of them is left
 
+A system that runs containers (dockerd, podman: the checkpoint kind's) also
+has run_container(h, name, image, args), logs(h, name, tail),
+checkpoint(h, name, cp, leave_running) and restore(h, name, cp) (the calls
+the kind times; completed processes), stop(h, name), remove(h, names).
+
 A host object has: flavour (the suite's name for it), host (its test host:
 network namespace ab-<host>, hack/link.sh's <flavour>), env (the environment
 its commands run with), apply(params) (run with these settings, restarting
@@ -25,7 +30,7 @@ The core (suite, runner) asks a flavour's system for these; a kind says
 which systems it can measure (kinds.<kind>.SYSTEMS)."""
 import importlib
 
-NAMES = ("dockerd", "containerd")
+NAMES = ("dockerd", "containerd", "podman")
 
 
 def get(name):

@@ -1,7 +1,8 @@
 """System dockerd: the stock and the patched daemon, each in its test host
 (hosts.Daemon over hack/daemon.sh). A flavour's daemon table is daemon.json
 keys merged over the test host's; binary picks the dockerd it runs (an A/A
-run runs stock in both)."""
+run runs stock in both). Its containers (the checkpoint kind) are docker's:
+run, logs, checkpoint create, start --checkpoint, rm."""
 from .. import hosts
 
 FLAVOURS = ("stock", "patched")
@@ -42,3 +43,33 @@ def cold_command(d, refs):
     cmd = "; ".join(f"docker rmi -f {x} >/dev/null 2>&1" for x in refs)
     cmd += " ; docker image prune -af >/dev/null && "
     return cmd + " && ".join(f"! docker image inspect {x} >/dev/null 2>&1" for x in refs)
+
+
+# --- containers (the checkpoint kind) ----------------------------------------
+
+def run_container(d, name, image, args):
+    """Start a container of image, detached, named name."""
+    d.docker("run", "-d", "--name", name, image, *args)
+
+
+def logs(d, name, tail=None):
+    """The container's output (its last tail lines)."""
+    return d.docker("logs", *(["--tail", str(tail)] if tail else []), name, check=False).stdout
+
+
+def checkpoint(d, name, cp, leave_running):
+    """docker checkpoint create: the call the kind times."""
+    return d.docker("checkpoint", "create", *(["--leave-running"] if leave_running else []), name, cp, check=False)
+
+
+def stop(d, name):
+    d.docker("stop", "-t", "1", name, check=False)
+
+
+def restore(d, name, cp):
+    """docker start --checkpoint: the call the kind times."""
+    return d.docker("start", "--checkpoint", cp, name, check=False)
+
+
+def remove(d, names):
+    d.docker("rm", "-f", *names, check=False)

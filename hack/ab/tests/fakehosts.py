@@ -17,6 +17,7 @@ from unittest import mock
 
 from ab import hosts, results, zns
 from ab.systems import containerd as systems_containerd
+from ab.systems import podman as systems_podman
 
 _REAL_POPEN = subprocess.Popen
 
@@ -40,8 +41,10 @@ class World:
         self.images = {}  # reference -> bytes, as pushed
         self.sent = {}  # flavour -> bytes the registry sent it
         self.restarts = {}  # flavour -> restarts
-        self.containerd_chunks = 0
-        self.downs = []  # the hosts taken down  # the running containerd's chunked downloads (0: off)
+        self.containerd_chunks = 0  # the running containerd's chunked downloads (0: off)
+        self.configs = {}  # flavour -> configurations written after the first (podman)
+        self.podman_calls = []  # podman's arguments, in order
+        self.downs = []  # the hosts taken down
 
     def push(self, repo, tag, layers, seed):
         ref = f"{hosts.REGISTRY}/{repo}:{tag}"
@@ -79,9 +82,11 @@ class World:
         flavour = "patched" if "patched" in (env or {}).get("DOCKER_HOST", "") else "stock"
         if (env or {}).get("CONTAINERD_ADDRESS"):
             flavour = "containerd"
+        if (env or {}).get("CONTAINERS_CONF"):
+            flavour = "podman"
         if args[0] == "hyperfine":
             cmd = args[-1].replace(self.var, "$VAR")  # the same command in every run
-            pulls = "docker pull" in cmd or "image pull" in cmd
+            pulls = "docker pull" in cmd or "image pull" in cmd or "podman pull" in cmd
             lo, hi = (2.0, 6.0) if pulls else (0.2, 1.5)
             if flavour == "containerd":
                 # the chunk size in the environment's config: a faster pull
@@ -98,7 +103,8 @@ class World:
                 ref = re.findall(r"\S+:5000/\S+", cmd)[-1]
                 _, n, _ = self.value("sent", flavour, cmd, 0, 0)
                 warm = ("warm", flavour, cmd, n) in self.fail
-                host = "ctrd" if flavour == "containerd" else flavour  # served_bytes asks by test host
+                # served_bytes asks by test host
+                host = {"containerd": "ctrd"}.get(flavour, flavour)
                 self.sent[host] = self.sent.get(host, 0) + (0 if warm else int(self.images.get(ref, 0) * 1.03))
             return self.done()
         if args[0] == "nsenter":
@@ -226,6 +232,52 @@ class FakeContainerd:
         return path
 
 
+class FakePodman:
+    """systems.podman.Podman's interface, answered by the World."""
+
+    def __init__(self, world, flavour):
+        self.world, self.flavour, self.host = world, flavour, "podman"
+        self.config = None
+        self.info = {"version": "4.3.1", "storage_driver": "overlay", "graphroot": "/var/lib/moby-ab/podman/storage",
+                     "runroot": "/run/moby-ab/podman/storage", "runtime": "/opt/moby-ab/bin/runc",
+                     "runtime_version": "runc version 1.4.3", "cgroup_manager": "cgroupfs"}
+
+    @property
+    def env(self):
+        return {"CONTAINERS_CONF": "/run/moby-ab/podman/containers.conf"}
+
+    def up(self, config):
+        self.config = dict(config)
+
+    def apply(self, config):
+        if config != self.config:  # containers.conf rewritten
+            self.config = dict(config)
+            self.world.configs[self.flavour] = self.world.configs.get(self.flavour, 0) + 1
+
+    def podman(self, *args, check=True, timeout=600):
+        """Its containers, answered as the World answers docker's."""
+        args = [str(a) for a in args]
+        self.world.podman_calls.append(args)
+        if args[0] in ("run", "logs"):
+            return self.world.docker(self, args)
+        if args[:2] == ["container", "checkpoint"]:
+            return self.world.docker(self, ["checkpoint", "create", args[-1], "cp"])
+        if args[:2] == ["container", "restore"]:
+            return self.world.docker(self, ["start", "--checkpoint", "cp", args[-1]])
+        return self.world.done()
+
+    def down(self, keep=None):
+        self.world.downs.append(self.flavour)
+
+    def netns(self):
+        return "/run/netns/ab-podman"
+
+    def vardir(self):
+        path = os.path.join(self.world.var, "podman")
+        os.makedirs(path, exist_ok=True)
+        return path
+
+
 class FakeDaemon:
     """hosts.Daemon's interface, answered by the World."""
 
@@ -328,6 +380,7 @@ def pretend(fail=()):
         mock.patch.object(hosts, "sh", world.sh),
         mock.patch.object(hosts, "Daemon", lambda flavour: FakeDaemon(world, flavour)),
         mock.patch.object(systems_containerd, "Containerd", lambda flavour: FakeContainerd(world, flavour)),
+        mock.patch.object(systems_podman, "Podman", lambda flavour: FakePodman(world, flavour)),
         mock.patch.object(hosts, "build_images", lambda *a: None),
         mock.patch.object(hosts, "registry_up", lambda: None),
         mock.patch.object(hosts, "registry_down", lambda: None),

@@ -1,6 +1,6 @@
 """The systems under test (ab.systems): a suite's flavours of another system
-than dockerd (containerd's own daemon), their settings, the commands a pull
-runs on each, the run on the pretend machine and the report's peers."""
+than dockerd (containerd's own daemon, podman), their settings, the commands
+a pull runs on each, the run on the pretend machine and the report's peers."""
 import json
 import os
 import shutil
@@ -9,7 +9,7 @@ import tempfile
 import unittest
 
 from ab import hosts, report, runner, suite, systems
-from ab.systems import containerd, dockerd
+from ab.systems import containerd, dockerd, podman
 from ab.tests import fakehosts
 from ab.tests.test_suite import GOOD, SuiteErrors, load
 
@@ -24,11 +24,14 @@ daemon = [
 
 class SystemsTest(unittest.TestCase):
     def test_every_flavour_has_one_system(self):
-        self.assertEqual(systems.flavours(), ("stock", "patched", "containerd"))
-        self.assertEqual([systems.name_of(f) for f in systems.flavours()], ["dockerd", "dockerd", "containerd"])
+        self.assertEqual(systems.flavours(), ("stock", "patched", "containerd", "podman"))
+        self.assertEqual([systems.name_of(f) for f in systems.flavours()],
+                         ["dockerd", "dockerd", "containerd", "podman"])
         self.assertIs(systems.of("containerd"), containerd)
+        self.assertIs(systems.of("podman"), podman)
+        self.assertEqual(report.PEERS, ("containerd", "podman"))
         with self.assertRaises(KeyError):
-            systems.name_of("podman")
+            systems.name_of("charliecloud")
         for m in systems.every():
             for attr in ("FLAVOURS", "TABLE_KEYS", "validate", "start", "record", "pull_command", "cold_command"):
                 self.assertTrue(hasattr(m, attr), f"{m.__name__} lacks {attr}")
@@ -73,14 +76,14 @@ class ContainerdSuiteTest(SuiteErrors, unittest.TestCase):
             'scenarios = ["alone"]\n[[container]]\nname = "a"\nmemory = "16MiB"\n[flavor.stock]\n' \
             '[flavor.containerd]\n'
         self.assertRegex(self.error(ck), r":\d+: \[flavor.containerd\]: checkpoint suites measure dockerd, "
-                                         r"not containerd")
+                                         r"podman, not containerd")
         # a list of settings is a scan, which checkpoint suites do not run
         ck = ck.replace("[flavor.containerd]\n", "daemon = [{}, {}]\n")
         self.assertIn("a list of settings is a scan", self.error(ck))
 
     def test_peers_suites(self):
-        """The -peers suites are their suites with a containerd scan added:
-        the same links, images and dockerd flavours."""
+        """The -peers suites are their suites with a containerd scan and
+        podman added: the same links, images and dockerd flavours."""
         root = os.path.join(hosts.ROOT, "hyperfine-suites")
         for name in ("pull-capped", "pull-lossy", "pull-lossless", "pull-quick", "pull-capped-holdout",
                      "pull-lossy-holdout"):
@@ -93,6 +96,9 @@ class ContainerdSuiteTest(SuiteErrors, unittest.TestCase):
                     self.assertEqual(peers.flavours[f], base.flavours[f])
                 self.assertEqual(len(peers.flavours["containerd"].variants()), 4)
                 self.assertNotIn("containerd", base.flavours)
+                # podman as shipped
+                self.assertEqual(peers.flavours["podman"].variants(), [{}])
+                self.assertNotIn("podman", base.flavours)
 
 
 class ContainerdCommandsTest(unittest.TestCase):
@@ -293,6 +299,365 @@ class ContainerdHostScriptTest(unittest.TestCase):
         cfg = tomllib.loads(p.stdout)
         self.assertEqual(cfg["plugins"]["io.containerd.transfer.v1.local"],
                          {"max_concurrent_downloads": 10, "concurrent_layer_fetch_buffer": 1048576})
+
+
+PODMAN = GOOD + """
+[flavor.podman]
+daemon = [{}, { image_parallel_copies = 10 }]
+"""
+
+# what `podman info --format json` said here (4.3.1 in test host podman),
+# trimmed to what parse_info reads and a little around it
+PODMAN_INFO = """{
+  "host": {"arch": "amd64", "cgroupManager": "cgroupfs", "cgroupVersion": "v1",
+           "ociRuntime": {"name": "runc", "package": "Unknown", "path": "/opt/moby-ab/bin/runc",
+                          "version": "runc version 1.4.3\\ncommit: v1.4.3\\nspec: 1.3.0\\ngo: go1.26.8\\nlibseccomp: 2.5.4"}},
+  "store": {"graphDriverName": "overlay", "graphRoot": "/var/lib/moby-ab/podman/storage",
+            "runRoot": "/run/moby-ab/podman/storage", "imageStore": {"number": 0}},
+  "registries": {"10.199.0.1:5000": {"Insecure": true}},
+  "version": {"APIVersion": "4.3.1", "Version": "4.3.1", "GoVersion": "go1.19.8", "OsArch": "linux/amd64"}
+}"""
+
+
+class PodmanSuiteTest(SuiteErrors, unittest.TestCase):
+    def test_settings(self):
+        s = load(PODMAN)
+        fl = s.flavours["podman"]
+        self.assertEqual(fl.system, "podman")
+        self.assertEqual(fl.variants(), [{}, {"image_parallel_copies": 10}])
+        self.assertEqual(load(GOOD + "[flavor.podman]\n").flavours["podman"].variants(), [{}])
+        self.assertEqual(load(GOOD + "[flavor.podman]\ndaemon = { image_parallel_copies = [3, 10] }\n")
+                         .flavours["podman"].variants(), [{"image_parallel_copies": 3}, {"image_parallel_copies": 10}])
+
+    def test_bad_settings_refused_naming_the_line(self):
+        self.assertEditsRefused(PODMAN, [
+            ("image_parallel_copies = 10", "max_parallel_downloads = 10",
+             r":\d+: daemon.max_parallel_downloads: not a setting of podman's containers.conf \[engine\]"),
+            ("image_parallel_copies = 10", "image_parallel_copies = 0",
+             r":\d+: daemon.image_parallel_copies: want an integer >= 1, got 0"),
+            ("image_parallel_copies = 10", 'image_parallel_copies = "10"', r"want an integer, got '10'"),
+            ("image_parallel_copies = 10", "image_parallel_copies = [3, 10]",
+             r"a list of tables gives each setting once"),
+            ("daemon = [", 'binary = "stock"\ndaemon = [', r"unknown key 'binary' in \[flavor.podman\]"),
+            ("daemon = [{}, { image_parallel_copies = 10 }]", "daemon = []", r"daemon: an empty list scans nothing"),
+        ])
+
+    def test_only_pull_and_checkpoint_suites(self):
+        ck = GOOD[:GOOD.index("[[profile]]")].replace('kind = "pull"', 'kind = "checkpoint"') + \
+            'scenarios = ["alone"]\n[[container]]\nname = "a"\nmemory = "16MiB"\n[flavor.stock]\n[flavor.podman]\n'
+        self.assertEqual(load(ck).flavours["podman"].system, "podman")
+        # a checkpoint suite does not scan: one setting
+        self.assertIn("a list of settings is a scan", self.error(ck + "daemon = [{}, {}]\n"))
+        cq = GOOD[:GOOD.index("[[profile]]")].replace('kind = "pull"', 'kind = "cpuquota"') + \
+            '[flavor.stock]\n[flavor.podman]\n'
+        self.assertRegex(self.error(cq), r":\d+: \[flavor.podman\]: cpuquota suites measure dockerd, not podman")
+
+
+    def test_checkpoint_peers_suites(self):
+        """checkpoint-quick-peers and checkpoint-together-peers are their
+        suites with podman added: the same containers, scenarios and dockerd
+        flavours."""
+        root = os.path.join(hosts.ROOT, "hyperfine-suites")
+        for name in ("checkpoint-quick", "checkpoint-together"):
+            with self.subTest(name):
+                base = suite.load(os.path.join(root, name + ".toml"))
+                peers = suite.load(os.path.join(root, name + "-peers.toml"))
+                self.assertEqual((peers.containers, peers.scenarios, peers.restore, peers.floor, peers.repetitions),
+                                 (base.containers, base.scenarios, base.restore, base.floor, base.repetitions))
+                for f in ("stock", "patched"):
+                    self.assertEqual(peers.flavours[f], base.flavours[f])
+                self.assertEqual(peers.flavours["podman"].variants(), [{}])
+                self.assertNotIn("podman", base.flavours)
+
+
+class PodmanCommandsTest(unittest.TestCase):
+    def test_pull(self):
+        w, policy = podman.wrapper(), os.path.join(podman.rundir(), "policy.json")
+        self.assertEqual(w, os.path.join(hosts.AB_RUN, "podman", "podman"))
+        self.assertEqual(podman.pull_command(None, ["r/a:1"]),
+                         f"{w} pull -q --signature-policy {policy} r/a:1 >/dev/null")
+        two = podman.pull_command(None, ["r/a:1", "r/b:1"])
+        self.assertIn(f"{w} pull -q --signature-policy {policy} r/a:1 >/dev/null & p=$!;", two)
+        self.assertIn(f"{w} pull -q --signature-policy {policy} r/b:1 >/dev/null; s=$?;", two)
+        self.assertTrue(two.endswith("wait $p && exit $s"))
+
+    def test_cold_command_fails_on_leftovers(self):
+        """The preparation, run against a podman that lists an image, or with
+        a layer left in the storage, fails; with neither, it succeeds, and it
+        asked podman to remove every image."""
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d, True)
+        fake = os.path.join(d, "podman")
+        with open(fake, "w") as f:
+            f.write(f'#!/bin/sh\necho "$*" >>{d}/calls\ncase "$1" in images) cat "$LEFT" ;; esac\n')
+        os.chmod(fake, 0o755)
+        overlay = os.path.join(d, "storage", "overlay")
+        os.makedirs(os.path.join(overlay, "l"))
+        open(os.path.join(overlay, ".has-mount-program"), "w").close()
+        left = os.path.join(d, "left")
+        cmd = podman.cold_command(None, ["r/a:1"]).replace(podman.wrapper(), fake) \
+            .replace(podman.graphroot(), os.path.join(d, "storage"))
+        self.assertNotIn(podman.wrapper(), cmd)
+        for image, layer, rc in (("", False, 0), ("6c5e928781ae\n", False, 1), ("", True, 1)):
+            with self.subTest(image=image, layer=layer):
+                with open(left, "w") as f:
+                    f.write(image)
+                if layer:
+                    os.makedirs(os.path.join(overlay, "bcdc7b4e452c"))
+                p = subprocess.run(["sh", "-c", cmd], env=dict(os.environ, LEFT=left))
+                self.assertEqual(p.returncode, rc)
+        with open(os.path.join(d, "calls")) as f:
+            self.assertIn("rmi --all --force", f.read())
+
+    def test_parse_info(self):
+        self.assertEqual(podman.parse_info(PODMAN_INFO), {
+            "version": "4.3.1", "storage_driver": "overlay", "graphroot": "/var/lib/moby-ab/podman/storage",
+            "runroot": "/run/moby-ab/podman/storage", "runtime": "/opt/moby-ab/bin/runc",
+            "runtime_version": "runc version 1.4.3", "cgroup_manager": "cgroupfs"})
+        # what it does not say is None, whatever the shape it has there
+        self.assertEqual(podman.parse_info('{"version": {"Version": "4.3.1"}, "store": [1], "host": "x"}'),
+                         {"version": "4.3.1", "storage_driver": None, "graphroot": None, "runroot": None,
+                          "runtime": None, "runtime_version": None, "cgroup_manager": None})
+        for bad in ("", "[]", '{"store": {}}', '{"version": "4.3.1"}', "not json"):
+            with self.subTest(bad), self.assertRaises(ValueError):
+                podman.parse_info(bad)
+
+    def test_host_writes_config_on_another_setting(self):
+        """podman has no daemon: apply rewrites containers.conf through the
+        host script, only when the setting differs; up reads podman info."""
+        from unittest import mock
+        calls = []
+
+        def sh(*args, **kw):
+            calls.append(args)
+            out = PODMAN_INFO if args[1:3] == ("info", "--format") else f"{podman.rundir()}\n"
+            return subprocess.CompletedProcess(args, 0, out, "")
+        with mock.patch.object(hosts, "sh", sh):
+            p = podman.Podman("podman")
+            p.up({})
+            self.assertEqual(p.info["storage_driver"], "overlay")
+            self.assertEqual(p.env["CONTAINERS_CONF"], os.path.join(podman.rundir(), "containers.conf"))
+            p.apply({})
+            p.apply({"image_parallel_copies": 10})
+            p.apply({"image_parallel_copies": 10})
+            p.down()
+        self.assertEqual([a[1:] for a in calls if a[0] == podman.SCRIPT], [
+            ("up", "podman", "--engine", "{}"),
+            ("config", "podman", "--engine", '{"image_parallel_copies": 10}'),
+            ("down", "podman")])
+        self.assertEqual([a[1:] for a in calls if a[0] == podman.wrapper()], [("info", "--format", "json")])
+
+    def test_failed_start_taken_down(self):
+        from unittest import mock
+        from types import SimpleNamespace
+        calls = []
+
+        def sh(*args, **kw):
+            calls.append(args[1:3])
+            if args[1] == "up":
+                raise hosts.HostError("podman podman: podman info failed")
+            return subprocess.CompletedProcess(args, 0, "", "")
+        with mock.patch.object(hosts, "sh", sh):
+            with self.assertRaises(hosts.HostError):
+                podman.start("podman", SimpleNamespace(variants=lambda: [{}]), [])
+        self.assertEqual(calls, [("up", "podman"), ("down", "podman")])
+
+
+class PodmanRunTest(unittest.TestCase):
+    """A pull suite with containerd and podman on the pretend machine: both
+    peers measured in every repetition, taken down at the end; the report
+    puts patched against each one's best, and says what podman ran with."""
+
+    def test_run_and_report(self):
+        out = tempfile.mkdtemp(prefix="ab-peers-")
+        self.addCleanup(shutil.rmtree, out, True)
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write((PEER + PODMAN[len(GOOD):]).replace("repetitions = 2", "repetitions = 6"))
+        self.addCleanup(os.unlink, f.name)
+        with fakehosts.pretend() as world:
+            s = suite.load(f.name)
+            self.assertTrue(runner.Runner(s, out).run())
+            self.assertEqual(sorted(world.downs), ["containerd", "podman"])
+            # two settings, ABAB: containers.conf rewritten in every repetition
+            self.assertGreaterEqual(world.configs["podman"], 6)
+        doc = report.load(out)
+        rec = doc["daemons"]["podman"]
+        self.assertEqual((rec["version"], rec["storage_driver"], rec["runtime"]),
+                         ("4.3.1", "overlay", "/opt/moby-ab/bin/runc"))
+        self.assertEqual(rec["settings"], [{}, {"image_parallel_copies": 10}])
+        self.assertEqual(rec["ulimits"], ["nofile=1024:1024", "nproc=4096:4096"])
+        pod = [e for e in doc["results"] if e["flavor"] == "podman"]
+        self.assertEqual(len(pod), 2)
+        for e in pod:
+            self.assertEqual(e["reps"], list(range(6)))
+            self.assertTrue(all(b >= 0.98 * doc["images"]["small"]["bytes"] for b in e["served_bytes"]))
+        row = report.comparisons(doc)[0]
+        self.assertEqual(sorted(row["peers"]), ["containerd", "podman"])
+        pe = row["peers"]["podman"]
+        self.assertEqual((pe["settings"], pe["vs_best"]["n"], pe["vs_best"]["correction"]), (2, 6, 2))
+        self.assertIn("p_adj", pe["vs_best"])
+        report.write(out)
+        with open(os.path.join(out, "report.md")) as fh:
+            md = fh.read()
+        self.assertIn("| far / small | containerd | 6 |", md)
+        self.assertIn("| far / small | podman | 6 |", md)
+
+
+CHECKPOINT_PODMAN = """
+name = "t"
+kind = "checkpoint"
+repetitions = 6
+scenarios = ["alone", "together"]
+restore = true
+floor = true
+
+[[container]]
+name = "16MiB"
+memory = "16MiB"
+
+[[container]]
+name = "64MiB"
+memory = "64MiB"
+
+[flavor.stock]
+daemon = {}
+
+[flavor.patched]
+daemon = { "checkpoint-max-concurrent" = 2 }
+
+[flavor.podman]
+"""
+
+
+class PodmanCheckpointRunTest(unittest.TestCase):
+    """A checkpoint suite with podman on the pretend machine: its memory
+    holders started, checkpointed and restored with podman's commands in
+    every repetition; runc's floor measured in the dockerd hosts only; the
+    report puts patched against podman, and lists podman's restores."""
+
+    def test_run_and_report(self):
+        out = tempfile.mkdtemp(prefix="ab-ckpt-podman-")
+        self.addCleanup(shutil.rmtree, out, True)
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write(CHECKPOINT_PODMAN)
+        self.addCleanup(os.unlink, f.name)
+        with fakehosts.pretend() as world:
+            s = suite.load(f.name)
+            self.assertTrue(runner.Runner(s, out).run())
+            calls = world.podman_calls
+        self.assertIn(["load", "-q", "-i", os.path.join(hosts.ROOT, "build", "images", "memholder.tar")], calls)
+        runs = [c for c in calls if c[0] == "run"]
+        # 6 repetitions: each container alone, then both together
+        self.assertEqual(len(runs), 6 * 4)
+        self.assertEqual(runs[0][:6], ["run", "-d", "--name", "abcp-16MiB", "--network", "none"])
+        self.assertEqual(runs[0][6:], ["docker.io/ab/memholder", "memholder", "-r", "200", "16"])
+        self.assertEqual(sum(c[:2] == ["container", "checkpoint"] for c in calls), 6 * 4)
+        # restores follow the checkpoints alone, of the container checkpointed
+        restores = [c for c in calls if c[:2] == ["container", "restore"]]
+        self.assertEqual(len(restores), 6 * 2)
+        self.assertEqual(restores[0], ["container", "restore", "abcp-16MiB"])
+        self.assertTrue(all(c[0] != "rm" or c[1] == "-f" for c in calls))
+        doc = report.load(out)
+        pod = {(e["scenario"], e["container"]): e for e in doc["results"] if e["flavor"] == "podman"}
+        self.assertEqual(set(pod), {("alone", "16MiB"), ("alone", "64MiB"), ("together", "16MiB"),
+                                    ("together", "64MiB"), ("together", "(batch)")})
+        self.assertEqual(len([x for x in pod[("alone", "16MiB")]["restore_s"] if x is not None]), 6)
+        floors = [e for e in doc["results"] if e["flavor"] == "runc"]
+        self.assertTrue(floors)
+        self.assertTrue(all(set(e["floor_host"]) <= {"stock", "patched"} for e in floors))
+        row = next(r for r in report.comparisons(doc) if r["cell"] == "alone: 16MiB")
+        self.assertEqual((row["peers"]["podman"]["settings"], row["peers"]["podman"]["vs_best"]["n"]), (1, 6))
+        report.write(out)
+        with open(os.path.join(out, "report.md")) as fh:
+            md = fh.read()
+        self.assertIn("| alone: 16MiB | podman | 6 |", md)
+        self.assertRegex(md, r"\| podman \| 16MiB \| 6/6 \|")
+
+
+@unittest.skipUnless(os.geteuid() == 0, "hack/podman-host.sh needs root")
+class PodmanHostScriptTest(unittest.TestCase):
+    """hack/podman-host.sh refuses a bad [engine] setting, naming the key,
+    before it creates anything; the configuration it writes keeps podman
+    off the machine's defaults."""
+
+    def env(self, d):
+        # ip, nsenter and unshare that only record being called: whatever
+        # happens, nothing of the machine's namespaces is touched
+        fakebin = os.path.join(d, "bin")
+        os.makedirs(fakebin)
+        for prog in ("ip", "nsenter", "unshare"):
+            with open(os.path.join(fakebin, prog), "w") as f:
+                f.write(f'#!/bin/sh\necho {prog} >>"{d}/called"\nexit 1\n')
+            os.chmod(os.path.join(fakebin, prog), 0o755)
+        return dict(os.environ, AB_RUN=os.path.join(d, "run"), AB_VAR=os.path.join(d, "var"),
+                    AB_PODMAN="/bin/true", PATH=fakebin + ":" + os.environ["PATH"])
+
+    def test_bad_engine_refused(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d, True)
+        env = self.env(d)
+        self.addCleanup(lambda: self.assertFalse(os.path.exists(os.path.join(d, "called")),
+                                                 "the script went on to create the host"))
+        script = os.path.join(hosts.HACK, "podman-host.sh")
+        for engine, msg in (('{"max_parallel_downloads": 3}', "unknown key(s) max_parallel_downloads"),
+                            ('{"image_parallel_copies": 0}', "image_parallel_copies: want an integer >= 1"),
+                            ('{"image_parallel_copies": "6"}', "image_parallel_copies: want an integer >= 1"),
+                            ("[1]", "not a JSON object")):
+            with self.subTest(engine):
+                p = subprocess.run([script, "up", "podman", "--engine", engine], env=env, text=True,
+                                   capture_output=True)
+                self.assertNotEqual(p.returncode, 0)
+                self.assertIn(msg, p.stderr)
+                self.assertFalse(os.path.exists(os.path.join(d, "run", "podman", "containers.conf")))
+        p = subprocess.run([script, "up", "ctrd"], env=env, text=True, capture_output=True)
+        self.assertIn("'ctrd' is not a podman test host", p.stderr)
+
+    def test_config(self):
+        """The files up writes (from the script's functions): the host's own
+        paths, the project's runc, the lowered rlimits, file locks, plain
+        HTTP to the test registry only, the settings given; and the wrapper
+        every command goes through."""
+        import tomllib
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d, True)
+        env = dict(os.environ, AB_RUN=os.path.join(d, "run"), AB_VAR=os.path.join(d, "var"), AB_PREFIX="/opt/ab")
+        lib = os.path.join(hosts.HACK, "podman-host.sh")
+        sh = (f'set -e; . {hosts.HACK}/lib.sh; '
+              f'eval "$(sed -n \'/^PODMAN=/,/^REGISTRIES=/p; /^[a-z_]*() {{/,/^}}/p\' {lib})"; '
+              'paths podman; mkdir -p "$RUNDIR"; write_engine \'{"image_parallel_copies": 10}\'; write_configs; '
+              'write_wrapper')
+        p = subprocess.run(["bash", "-c", sh], env=env, text=True, capture_output=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        run, var = os.path.join(env["AB_RUN"], "podman"), os.path.join(env["AB_VAR"], "podman")
+
+        def toml(name):
+            with open(os.path.join(run, name), "rb") as f:
+                return tomllib.load(f)
+        conf = toml("containers.conf")
+        self.assertEqual(conf["containers"]["default_ulimits"], ["nofile=1024:1024", "nproc=4096:4096"])
+        eng = conf["engine"]
+        self.assertEqual((eng["runtime"], eng["runtimes"]["runc"]), ("runc", ["/opt/ab/bin/runc"]))
+        self.assertEqual((eng["lock_type"], eng["image_parallel_copies"]), ("file", 10))
+        for k in ("tmp_dir", "events_logfile_path"):
+            self.assertTrue(eng[k].startswith(run + "/"), k)
+        for k in ("static_dir", "volume_path", "image_copy_tmp_dir"):
+            self.assertTrue(eng[k].startswith(var + "/"), k)
+        self.assertEqual(toml("storage.conf")["storage"], {"driver": "overlay", "graphroot": f"{var}/storage",
+                                                          "runroot": f"{run}/storage"})
+        reg = toml("registries.conf")
+        self.assertEqual(reg["unqualified-search-registries"], [])
+        self.assertEqual({(r["location"], r["insecure"]) for r in reg["registry"]},
+                         {(a, True) for a in ("10.199.0.1:5000", "10.199.0.1:5001", "10.199.0.2:5000",
+                                              "10.199.0.2:5001")})
+        with open(os.path.join(run, "policy.json")) as f:
+            self.assertEqual(json.load(f), {"default": [{"type": "insecureAcceptAnything"}]})
+        with open(os.path.join(run, "podman")) as f:
+            wrapper = f.read()
+        self.assertTrue(os.access(os.path.join(run, "podman"), os.X_OK))
+        for want in (f"CONTAINERS_CONF={run}/containers.conf", f"CONTAINERS_STORAGE_CONF={run}/storage.conf",
+                     f"CONTAINERS_REGISTRIES_CONF={run}/registries.conf",
+                     f"nsenter --net=/run/netns/ab-podman --mount={run}/ns/mnt -- /usr/bin/podman"):
+            self.assertIn(want, wrapper)
 
 
 if __name__ == "__main__":
