@@ -10,7 +10,6 @@ import os
 
 from . import kinds, stats, systems
 
-DEFAULT_MCD = 3  # dockerd's default max-concurrent-downloads
 # the flavours the patched daemon is compared with besides stock: those of
 # the other systems (ab.systems); a kind's own flavours (runc's floor) are not
 PEERS = tuple(f for f in systems.flavours() if systems.name_of(f) != "dockerd")
@@ -116,8 +115,7 @@ def comparisons(doc):
         for p in pat:  # one row per patched entry: the pull kind measures it in arms
             pv, unit, lower = values(p, kind)
             pr = by_rep(p, kind)
-            default = [e for e in sto if (e["params"] or {}).get("max-concurrent-downloads", DEFAULT_MCD) == DEFAULT_MCD
-                       and len([k for k in (e["params"] or {}) if k != "max-concurrent-downloads"]) == 0] or sto[:1]
+            default = [e for e in sto if systems.get("dockerd").is_default(e["params"])] or sto[:1]
             row = {"cell": cell_name(p, kind), "key": key, "arm": p.get("arm"), "unit": unit, "lower_is_better": lower,
                    "patched": stats.summary(pv), "vs_default": None, "vs_best": None,
                    "failed": {"patched": failed(p), "stock": sum(failed(e) for e in sto)}}

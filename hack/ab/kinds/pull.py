@@ -40,8 +40,11 @@ from dataclasses import dataclass, field
 
 from .. import hosts, stats, suite, systems, units
 from ..measure import Progress, hyperfine, interleave
-from ..report import DEFAULT_MCD, PEERS, comparisons, fmt_ratio, fmt_v, label
+from ..report import PEERS, comparisons, fmt_ratio, fmt_v, label
 from ..results import Cell
+
+# dockerd's default max-concurrent-downloads (ab.systems.dockerd)
+DEFAULT_MCD = systems.get("dockerd").DEFAULTS["max-concurrent-downloads"]
 
 KEYS = ("profile", "image", "warmup", "arms")
 KEY_FIELDS = ()  # besides profile and image

@@ -19,6 +19,8 @@ A system that runs containers (dockerd, podman: the checkpoint kind's) also
 has run_container(h, name, image, args), logs(h, name, tail),
 checkpoint(h, name, cp, leave_running) and restore(h, name, cp) (the calls
 the kind times; completed processes), stop(h, name), remove(h, names).
+dockerd also has DEFAULTS and is_default(params): which stock entry is
+stock as shipped (the reports' "stock default").
 
 A host object has: flavour (the suite's name for it), host (its test host:
 network namespace ab-<host>, hack/link.sh's <flavour>), env (the environment

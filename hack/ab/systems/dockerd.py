@@ -6,6 +6,15 @@ run, logs, checkpoint create, start --checkpoint, rm."""
 from .. import hosts
 
 FLAVOURS = ("stock", "patched")
+# dockerd's defaults of the settings suites scan: a stock entry with these
+# (or without the key) and nothing else is stock as shipped
+DEFAULTS = {"max-concurrent-downloads": 3}
+
+
+def is_default(params):
+    """Whether a stock entry's settings are dockerd's defaults."""
+    params = params or {}
+    return set(params) <= set(DEFAULTS) and all(params.get(k, v) == v for k, v in DEFAULTS.items())
 TABLE_KEYS = ("daemon", "binary")
 
 
