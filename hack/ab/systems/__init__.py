@@ -59,3 +59,22 @@ def name_of(flavour):
 def of(flavour):
     """The module of the system that runs flavour."""
     return get(name_of(flavour))
+
+
+def settings(v, w, t, setting, what):
+    """A peer's daemon table, t["daemon"] (what: what its settings are, for
+    errors): a table of settings, a list of values being a scan over them,
+    or a list of tables, a scan over those settings; each value parsed by
+    setting(v, w, key, value)."""
+    w = w + ("daemon",)
+    daemon = v.typed(t.get("daemon", {}), (dict, list), w, f"a table of {what}")
+    if isinstance(daemon, list):
+        out = []
+        for d in daemon:
+            v.typed(d, dict, w, f"a list of tables of {what}")
+            if any(isinstance(x, list) for x in d.values()):
+                v.fail(w, "daemon: a list of tables gives each setting once; a table in it has a list")
+            out.append({k: setting(v, w, k, x) for k, x in d.items()})
+        return out
+    return {k: [setting(v, w, k, x) for x in val] if isinstance(val, list) else setting(v, w, k, val)
+            for k, val in daemon.items()}

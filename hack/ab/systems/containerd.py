@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 
-from .. import hosts, units
+from .. import hosts, systems, units
 
 FLAVOURS = ("containerd",)
 TABLE_KEYS = ("daemon",)
@@ -57,17 +57,7 @@ def setting(v, w, key, value):
 def validate(v, w, t, name):
     """The daemon table: settings (a list of values is a scan over them, a
     list of tables a scan over those settings), parsed to integers."""
-    daemon = v.typed(t.get("daemon", {}), (dict, list), w + ("daemon",), "a table of transfer settings")
-    if isinstance(daemon, list):
-        out = []
-        for i, d in enumerate(daemon):
-            v.typed(d, dict, w + ("daemon",), "a list of tables of transfer settings")
-            if any(isinstance(x, list) for x in d.values()):
-                v.fail(w + ("daemon",), "daemon: a list of tables gives each setting once; a table in it has a list")
-            out.append({k: setting(v, w + ("daemon",), k, x) for k, x in d.items()})
-        return out
-    return {k: [setting(v, w + ("daemon",), k, x) for x in val] if isinstance(val, list)
-            else setting(v, w + ("daemon",), k, val) for k, val in daemon.items()}
+    return systems.settings(v, w, t, setting, "transfer settings")
 
 
 class Containerd:
