@@ -54,13 +54,8 @@ running_pid() {
 # write_config JSON: the daemon's config.toml, its transfer service's keys
 # from JSON (each a non-negative integer, or refused naming the key).
 write_config() {
-	local transfer=${1:-"{}"} bad
-	jq -e 'type == "object"' <<<"$transfer" >/dev/null 2>&1 ||
-		die "containerd-host: --transfer: not a JSON object: $transfer"
-	bad=$(jq -r --argjson k "$TRANSFER_KEYS" '[keys[] | select(. as $x | $k | index($x) | not)] | join(", ")' <<<"$transfer")
-	[ -z "$bad" ] || die "containerd-host: --transfer: unknown key(s) $bad (known: $(jq -r 'join(", ")' <<<"$TRANSFER_KEYS"))"
-	bad=$(jq -r 'to_entries[] | select((.value | type) != "number" or .value < 0 or .value != (.value | floor)) | .key' <<<"$transfer")
-	[ -z "$bad" ] || die "containerd-host: --transfer: $bad: want a non-negative integer"
+	local transfer=${1:-"{}"}
+	check_settings "containerd-host: --transfer" "$transfer" "$TRANSFER_KEYS" 0
 	{
 		cat <<-TOML
 			version = 4
@@ -111,15 +106,7 @@ start() {
 stop() {
 	local pid
 	pid=$(running_pid) || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	for _ in $(seq 1 100); do
-		[ -d "/proc/$pid" ] || break
-		sleep 0.1
-	done
-	if [ -d "/proc/$pid" ]; then
-		warn "containerd $H: pid $pid ignored SIGTERM for 10s; killing it"
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
+	stop_pid "$pid" "containerd $H" 10
 	rm -f "$PIDFILE"
 }
 

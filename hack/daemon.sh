@@ -174,15 +174,7 @@ stop_processes() { # dockerd, its containerd and their shims
 	local pid
 	if pid=$(running_pid); then
 		log "daemon $F: stopping pid $pid"
-		kill -TERM "$pid" 2>/dev/null || true
-		for _ in $(seq 1 150); do
-			[ -d "/proc/$pid" ] || break
-			sleep 0.2
-		done
-		if [ -d "/proc/$pid" ]; then
-			warn "daemon $F: pid $pid ignored SIGTERM for 30s; killing it"
-			kill -KILL "$pid" 2>/dev/null || true
-		fi
+		stop_pid "$pid" "daemon $F" 30
 	fi
 	# A dockerd-managed containerd outlives a killed dockerd: stop it by its pidfile.
 	if [ -f "$EXECROOT/containerd/containerd.pid" ]; then

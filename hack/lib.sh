@@ -166,6 +166,32 @@ pidfile_pid() {
 	echo "$pid"
 }
 
+# stop_pid PID WHAT SECONDS: SIGTERM to PID (one we started), SIGKILL if it
+# is still there after SECONDS (WHAT names it in the warning).
+stop_pid() {
+	local pid=$1 i
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < $3 * 10; i++)); do
+		[ -d "/proc/$pid" ] || return 0
+		sleep 0.1
+	done
+	warn "$2: pid $pid ignored SIGTERM for $3s; killing it"
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+# check_settings WHAT JSON KEYS MIN: JSON is an object whose keys are among
+# KEYS (a JSON array) and whose values are integers >= MIN; else die, naming
+# WHAT (the option) and the key.
+check_settings() {
+	local what=$1 json=$2 keys=$3 min=$4 bad
+	jq -e 'type == "object"' <<<"$json" >/dev/null 2>&1 ||
+		die "$what: not a JSON object: $json"
+	bad=$(jq -r --argjson k "$keys" '[keys[] | select(. as $x | $k | index($x) | not)] | join(", ")' <<<"$json")
+	[ -z "$bad" ] || die "$what: unknown key(s) $bad (known: $(jq -r 'join(", ")' <<<"$keys"))"
+	bad=$(jq -r --argjson min "$min" 'to_entries[] | select((.value | type) != "number" or .value < $min or .value != (.value | floor)) | .key' <<<"$json")
+	[ -z "$bad" ] || die "$what: $bad: want $([ "$min" = 0 ] && echo "a non-negative integer" || echo "an integer >= $min")"
+}
+
 # unmount_under DIR: unmount every mount below DIR, deepest first.
 unmount_under() {
 	local m

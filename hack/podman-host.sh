@@ -99,13 +99,7 @@ write_wrapper() {
 # check_engine JSON: containers.conf's [engine] keys, each an integer >= 1,
 # or refused naming the key.
 check_engine() {
-	local engine=$1 bad
-	jq -e 'type == "object"' <<<"$engine" >/dev/null 2>&1 ||
-		die "podman-host: --engine: not a JSON object: $engine"
-	bad=$(jq -r --argjson k "$ENGINE_KEYS" '[keys[] | select(. as $x | $k | index($x) | not)] | join(", ")' <<<"$engine")
-	[ -z "$bad" ] || die "podman-host: --engine: unknown key(s) $bad (known: $(jq -r 'join(", ")' <<<"$ENGINE_KEYS"))"
-	bad=$(jq -r 'to_entries[] | select((.value | type) != "number" or .value < 1 or .value != (.value | floor)) | .key' <<<"$engine")
-	[ -z "$bad" ] || die "podman-host: --engine: $bad: want an integer >= 1"
+	check_settings "podman-host: --engine" "$1" "$ENGINE_KEYS" 1
 }
 
 # write_engine JSON: containers.conf with [engine] keys from JSON (checked).
