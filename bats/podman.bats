@@ -132,7 +132,8 @@ passes_above() { [ "$(field_of verified_passes)" -gt "$1" ]; }
 	wait_for 30 passes_above -1
 	count=$(field_of count)
 	passes=$(field_of verified_passes)
-	[ -n "$count" ] && [ -n "$passes" ]
+	[ -n "$count" ]
+	[ -n "$passes" ]
 
 	run host "assert podman.checkpoint(p, 'abcp-mh', 'cp0', False).returncode == 0"
 	assert_success
