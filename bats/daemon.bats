@@ -16,6 +16,11 @@ teardown() {
 	run "$AB_ROOT/hack/daemon.sh" up nightly
 	assert_failure
 	assert_output --partial "unknown flavour 'nightly' (want stock or patched)"
+	# a peer's test host is no dockerd flavour
+	run "$AB_ROOT/hack/daemon.sh" up ctrd
+	assert_failure
+	assert_output --partial "unknown flavour 'ctrd' (want stock or patched)"
+	[ ! -e /run/netns/ab-ctrd ]
 }
 
 @test "daemon.sh: a config key that defines the flavour is refused" {

@@ -28,6 +28,12 @@ IDENTITY_KEYS='["data-root","exec-root","pidfile","hosts","bridge","bip","cgroup
 
 paths() { # sets the per-flavour paths
 	F=$1
+	# the dockerd hosts of lib.sh's TEST_HOSTS; the others are peers with
+	# scripts of their own
+	case "$F" in
+	stock | patched) ;;
+	*) die "unknown flavour '$F' (want stock or patched)" ;;
+	esac
 	I=$(flavour_index "$F")
 	NS=$(flavour_ns "$F")
 	RUNDIR=$AB_RUN/$F
