@@ -64,20 +64,22 @@ CDN that limits each connection does.
 Each fault is logged as a line "FAULT <kind> <path>" (a mode: each answer it
 changes; redirect-expire: each answer that uses up a token's budget;
 token-expire: each blob answer cut until its token expired), and every blob
-response as "SENT <status> <body bytes> <path> <range asked for, or ->" (the
-bytes written before the client went away, if it did; the storage listener's
-answers under the blob's registry path), so a test can count what the
-registry sent. Refusals are logged as "DENY <status> <path> <reason>" (an
-expired token or storage URL), tokens handed out as "TOKEN <n>" and redirects
-as "REDIRECT <path>". Every blob GET is also logged when it arrives and when
-its response ends, as "BLOB <start|end> <unix time, s> <connection> <blob
-GETs open then> <path>": <connection> numbers the TCP connections in the
-order they were accepted, so a test sees how many connections the client
-opened and used at once. A summary of the requests and connections seen
-goes to the log when the proxy ends (SIGTERM): the largest number of blob
-downloads in flight at once, of TCP connections open at once (idle ones
-included) and of connections with a blob response open at once, the
-connections accepted and those that carried a blob GET."""
+response as "SENT <status> <body bytes> <path> <range asked for, or ->
+<connection>" (the bytes written before the client went away, if it did; the
+storage listener's answers under the blob's registry path), so a test can
+count what the registry sent. Refusals are logged as "DENY <status> <path>
+<reason>" (an expired token or storage URL), tokens handed out as "TOKEN <n>"
+and redirects as "REDIRECT <path>". Every blob GET is also logged when it
+arrives and when its response ends, as "BLOB <start|end> <unix time, s>
+<connection> <blob GETs open then> <path>": <connection> numbers the TCP
+connections in the order they were accepted, so a test sees how many
+connections the client opened and used at once; each connection, when
+accepted, as "CONN <unix time, s> <connection> <client address>". A summary of
+the requests and connections seen goes to the log when the proxy ends
+(SIGTERM): the largest number of blob downloads in flight at once, of TCP
+connections open at once (idle ones included) and of connections with a blob
+response open at once, the connections accepted and those that carried a blob
+GET."""
 import argparse
 import hashlib
 import http.client
@@ -184,6 +186,9 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0, opts=None):
         def setup(self):
             super().setup()
             self.conn_id = plan.connected()
+            with plan.lock:
+                log.write(f"CONN {time.time():.6f} {self.conn_id} {self.client_address[0]}\n")
+                log.flush()
 
         def finish(self):
             try:
@@ -194,7 +199,12 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0, opts=None):
         def handle_one_request(self):
             # A TLS client hello: answer in plain HTTP, as Go servers do, so
             # that clients fall back to http for an insecure registry.
-            if self.rfile.peek(1)[:1] == b"\x16":
+            try:
+                first = self.rfile.peek(1)[:1]
+            except ConnectionResetError:  # an idle connection the client reset
+                self.close_connection = True
+                return
+            if first == b"\x16":
                 self.wfile.write(b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
                 self.close_connection = True
                 return
@@ -218,7 +228,7 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0, opts=None):
 
         def _sent(self, status, n):
             with plan.lock:
-                log.write(f"SENT {status} {n} {self.up_path} {self.headers.get('Range') or '-'}\n")
+                log.write(f"SENT {status} {n} {self.up_path} {self.headers.get('Range') or '-'} {self.conn_id}\n")
                 log.flush()
 
         def _log(self, line):

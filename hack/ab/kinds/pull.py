@@ -39,6 +39,7 @@ import sys
 from dataclasses import dataclass, field
 
 from .. import hosts, stats, suite, systems, units
+from .. import timeline as ab_timeline
 from ..measure import Progress, hyperfine, interleave
 from ..report import PEERS, comparisons, fmt_ratio, fmt_v, label
 from ..results import Cell
@@ -235,6 +236,9 @@ def run(r):
                     pull_image(r, variants, prof, img, prefs[img.name], prog, prefs2.get(img.name))
             finally:
                 proxies.close()
+                timeline(r, rec, prof, "", prof)
+                if prof.second:
+                    timeline(r, rec["second"], prof, "2", prof.second)
                 for f, d in r.daemons.items():
                     counters = os.path.join(r.tmp, f"link-{f}.json")
                     hosts.link_down(d.host, stats_to=counters)
@@ -248,6 +252,24 @@ def run(r):
                     if learned is not None:
                         rec.setdefault("learned", {})[f] = learned
                 r.results.save()
+
+
+def timeline(r, rec, prof, n, link):
+    """Where each pull's time went at the registry (ab.timeline), from the
+    log of the proxy a capped link puts in front of it: the files in
+    timeline<n>-<profile>/ of the results, each host's median pull in rec.
+    A log that cannot be read is said, and fails nothing."""
+    log = os.path.join(r.tmp, f"proxy{n}-{prof.name}.log")
+    if not link.conn_rate_bits_per_s or not os.path.exists(log):
+        return
+    sub = f"timeline{n}-{prof.name}"
+    try:
+        rows = ab_timeline.read(log, link.rate_bits_per_s, link.conn_rate_bits_per_s)
+        ab_timeline.write(rows, log, os.path.join(r.out, sub), link.rate_bits_per_s, link.conn_rate_bits_per_s)
+    except (OSError, ab_timeline.LogError) as e:
+        print(f"    timeline of {log}: {e}", file=sys.stderr)
+        return
+    rec["timeline"] = {"dir": sub, "medians": ab_timeline.medians(rows)}
 
 
 def link_record(prof):
@@ -374,7 +396,36 @@ def cell_name(e):
 
 
 def sections(doc):
-    return [spread_table(doc), link_table(doc), coldness_table(doc)]
+    return [spread_table(doc), link_table(doc), timeline_table(doc), coldness_table(doc)]
+
+
+def timeline_table(doc):
+    """Each capped link's median pull per test host, as the registry saw
+    it (ab.timeline; the files in the link's timeline directory)."""
+    profiles = (doc.get("link") or {}).get("profiles") or {}
+    rows = []
+    for name, rec in profiles.items():
+        for label, lrec in ((name, rec), (f"{name}, second registry", rec.get("second") or {})):
+            for m in (lrec.get("timeline") or {}).get("medians", []):
+                rows.append((label, lrec["timeline"]["dir"], m))
+    if not rows:
+        return ""
+    lines = ["## Where the time goes at the registry", "",
+             "Each test host's median pull (warm-ups included) as the capping proxy in front of the registry saw it: "
+             "seconds from its first blob request; the most blob requests open at once, when that many were first "
+             "and last open, and the tail after; the floors its bytes give at the link's rate and at the cap per "
+             "connection times the most requests open. Every pull, and a plot of the median ones: the link's "
+             "timeline.md and timeline.png.", "",
+             "| link | test host | pulls | median pull | requests | ranges | connections | most open | first range | "
+             "most open from | until | tail | link floor | cap floor |",
+             "|" + " --- |" * 14]
+    for label, sub, m in rows:
+        f = ab_timeline.fmt
+        lines.append(f"| {label} ([timeline]({sub}/timeline.md)) | {m['host']} | {m['pulls']} | {f(m['duration_s'])} | "
+                     f"{m['requests']} | {m['ranges']} | {m['connections']} | {m['most_open']} | "
+                     f"{f(m['first_range_s'])} | {f(m['most_open_from_s'])} | {f(m['most_open_until_s'])} | "
+                     f"{f(m['tail_s'])} | {f(m['link_floor_s'])} | {f(m['cap_floor_s'])} |")
+    return "\n".join(lines) + "\n"
 
 
 def link_table(doc):

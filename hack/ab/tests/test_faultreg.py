@@ -283,3 +283,24 @@ class FaultregTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FaultregTimelineTest(FaultregTest):
+    """What faultreg logs of each connection and response is what
+    ab.timeline reads back: the requests, their bytes and Range, the
+    client's address."""
+
+    def test_timeline_reads_the_log(self):
+        from ab import timeline
+        self.start()
+        self.get(f"/v2/r/blobs/{DIGEST}")
+        self.get(f"/v2/r/blobs/{DIGEST}", {"Range": "bytes=100-199"})
+        self.get(f"/v2/r/blobs/{SMALL_DIGEST}")
+        self.stop()
+        with open(self.log) as f:
+            reqs = timeline.parse(f)
+        self.assertEqual([(r["host"], r["bytes"], r["range"]) for r in reqs],
+                         [("127.0.0.1", len(BLOB), None), ("127.0.0.1", len(BLOB), "bytes=100-199"),
+                          ("127.0.0.1", len(SMALL), None)])
+        self.assertEqual(len({r["conn"] for r in reqs}), 3)
+        self.assertTrue(all(r["start"] <= r["end"] for r in reqs))

@@ -176,3 +176,36 @@ class FirstContactTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PullTimelineTest(unittest.TestCase):
+    """A capped link's proxy log becomes the results' timeline directory and
+    the report's table of each host's median pull."""
+
+    def test_capped_link_timeline_in_results_and_report(self):
+        import os
+        import tempfile
+        import types
+        from ab.kinds import pull
+        from ab.tests.test_timeline import log
+        with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as out:
+            with open(os.path.join(tmp, "proxy-capped.log"), "w") as f:
+                f.write("\n".join(log((1, 0.0, 4.0, 4_000_000, None), (2, 1.0, 3.0, 2_000_000, "bytes=9-"),
+                                      conns={1: "10.199.2.2", 2: "10.199.2.2"})) + "\n")
+            r = types.SimpleNamespace(tmp=tmp, out=out)
+            prof = pull.Profile(name="capped", rate_bits_per_s=100_000_000, conn_rate_bits_per_s=8_000_000)
+            rec = {}
+            pull.timeline(r, rec, prof, "", prof)
+            self.assertEqual(rec["timeline"]["dir"], "timeline-capped")
+            [m] = rec["timeline"]["medians"]
+            self.assertEqual((m["host"], m["pulls"], m["duration_s"], m["ranges"], m["most_open"]),
+                             ("patched", 1, 4.0, 1, 2))
+            for name in ("timeline.json", "timeline.md", "timeline.png"):
+                self.assertTrue(os.path.exists(os.path.join(out, "timeline-capped", name)), name)
+            md = pull.timeline_table({"link": {"profiles": {"capped": rec}}})
+            self.assertIn("| capped ([timeline](timeline-capped/timeline.md)) | patched | 1 | 4.00 s | 2 | 1 |", md)
+            # no proxy in front of the registry: nothing
+            rec2 = {}
+            pull.timeline(r, rec2, pull.Profile(name="clean"), "", pull.Profile(name="clean"))
+            self.assertEqual(rec2, {})
+            self.assertEqual(pull.timeline_table({"link": {"profiles": {"clean": rec2}}}), "")
