@@ -8,7 +8,9 @@ the registry, pull-hostile's faults.log).
 A pull is one test host's blob requests (the host from its connections'
 client address, 10.199.<index>.2: hack/lib.sh's index; its second link's
 10.199.<10+index>.2), from its first blob GET to the end of its last
-response, ended by GAP seconds in which none of its requests was open.
+response, ended by GAP seconds in which none of its requests was open, or
+by a blob it asked for whole asked for whole again while none was open
+(the next pull of the image).
 Each pull's row: its duration at the registry, requests and those with a
 Range, bytes sent, connections used, the most requests open at once, when
 the first range began, when the most requests were first and last open
@@ -88,19 +90,24 @@ def parse(lines):
 
 def pulls(reqs, gap=GAP):
     """[request] -> [pull]: each host's requests, split where none of them
-    was open for gap seconds."""
+    was open for gap seconds, or where, none open, a blob the pull already
+    asked for whole is asked for whole again (the next pull of the same
+    image, sooner than gap)."""
     by_host, out = {}, []
     for r in reqs:
         by_host.setdefault(r["host"], []).append(r)
     for host, rs in by_host.items():
-        cur, last_end = None, None
+        cur, last_end, whole = None, None, set()
         for r in rs:
-            if cur is None or r["start"] - last_end >= gap:
+            idle = cur is not None and r["start"] >= last_end
+            if cur is None or r["start"] - last_end >= gap or (idle and r["range"] is None and r["path"] in whole):
                 cur = {"host": host, "requests": []}
                 out.append(cur)
-                last_end = r["end"]
+                last_end, whole = r["end"], set()
             cur["requests"].append(r)
             last_end = max(last_end, r["end"])
+            if r["range"] is None:
+                whole.add(r["path"])
     out.sort(key=lambda p: p["requests"][0]["start"])
     return out
 

@@ -13,13 +13,14 @@ T = 1795700000.0
 
 
 def log(*reqs, conns=None):
-    """faultreg log lines for reqs: (conn, start, end, bytes, range) on
-    connections conns {conn: address}."""
+    """faultreg log lines for reqs: (conn, start, end, bytes, range[, blob])
+    on connections conns {conn: address}; blob "aa" unless given."""
     out = [f"CONN {T - 1:.6f} {c} {a}" for c, a in (conns or {}).items()]
-    for c, a, b, n, rng in reqs:
-        out.append(f"BLOB start {T + a:.6f} {c} 1 /v2/r/blobs/sha256:aa")
-        out.append(f"SENT {206 if rng else 200} {n} /v2/r/blobs/sha256:aa {rng or '-'} {c}")
-        out.append(f"BLOB end {T + b:.6f} {c} 0 /v2/r/blobs/sha256:aa")
+    for c, a, b, n, rng, *blob in reqs:
+        path = f"/v2/r/blobs/sha256:{blob[0] if blob else 'aa'}"
+        out.append(f"BLOB start {T + a:.6f} {c} 1 {path}")
+        out.append(f"SENT {206 if rng else 200} {n} {path} {rng or '-'} {c}")
+        out.append(f"BLOB end {T + b:.6f} {c} 0 {path}")
     return out
 
 
@@ -51,10 +52,19 @@ class TimelineTest(unittest.TestCase):
         self.assertIsNone(timeline.summarise(pulls[1])["first_range_s"])
 
     def test_a_gap_shorter_than_gap_is_one_pull(self):
-        reqs = timeline.parse(log((1, 0.0, 1.0, 10, None), (2, 2.5, 3.0, 10, None),
+        reqs = timeline.parse(log((1, 0.0, 1.0, 10, None), (2, 2.5, 3.0, 10, None, "bb"),
                                   conns={1: "10.199.1.2", 2: "10.199.1.2"}))
         self.assertEqual(len(timeline.pulls(reqs, gap=2.0)), 1)
         self.assertEqual(len(timeline.pulls(reqs, gap=1.0)), 2)
+
+    def test_the_same_image_again_is_the_next_pull(self):
+        # stock's two settings pull the image back to back: the config and
+        # the layer whole, twice, 0.5 s apart; a range of the layer while
+        # nothing is open stays in its pull
+        c = {i: "10.199.1.2" for i in range(1, 6)}
+        reqs = timeline.parse(log((1, 0.0, 0.1, 10, None, "cf"), (2, 0.1, 5.0, 99, None), (3, 5.2, 5.5, 9, "bytes=1-9"),
+                                  (4, 6.0, 6.1, 10, None, "cf"), (5, 6.1, 11.0, 99, None), conns=c))
+        self.assertEqual([len(p["requests"]) for p in timeline.pulls(reqs)], [3, 2])
 
     def test_other_lines_and_unknown_addresses(self):
         lines = ["FAULT short /v2/r/blobs/sha256:aa", "SUMMARY blob_requests=1", "TOKEN 1", ""]
