@@ -30,6 +30,7 @@ done
 [ -n "$out" ] || die "usage: hack/zns-record.sh --out FILE.csv [--seconds 240] [--containers 10] [--seed 1] [--log FILE]"
 [ ! -e "$AB_RUN/patched/dockerd.pid" ] || die "the patched test host is running (hack/daemon.sh down patched)"
 [ -x "$AB_ROOT/bin/dockerd-patched" ] || die "bin/dockerd-patched is missing: make build-patched"
+[ -x "$AB_ROOT/bin/docker-proxy" ] || die "bin/docker-proxy is missing: make build-stock (it builds the proxy)"
 [ -f "$AB_ROOT/build/images/memholder.tar" ] || "$AB_ROOT/hack/images.sh" build memholder >/dev/null
 mkdir -p "$(dirname "$out")"
 
@@ -44,7 +45,8 @@ trap cleanup EXIT
 # The checkpoint options the package ships (hack/deb/daemon.json).
 echo '{"checkpoint-max-concurrent": 2, "checkpoint-queue-order": "smallest-first"}' >"$cfg"
 up=1
-eval "$("$AB_ROOT/hack/daemon.sh" up patched --config "$cfg")"
+env=$("$AB_ROOT/hack/daemon.sh" up patched --config "$cfg")
+eval "$env"
 docker load -q -i "$AB_ROOT/build/images/memholder.tar" >/dev/null
 log "zns-record: $containers holders for ${seconds}s (seed $seed)"
 PYTHONPATH=$AB_ROOT/hack python3 -m ab.zns_record --seconds "$seconds" --containers "$containers" \
