@@ -48,6 +48,7 @@ class Holder:
     late: float  # chance that its retention lets one more live until the next checkpoint
     kept: collections.deque = field(default_factory=collections.deque)
     taken: int = 0
+    gone: bool = False  # removed: checkpoints of it still queued are dropped
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -109,6 +110,8 @@ class Workload:
             self.count("busy")  # its last one has not finished
             return
         try:
+            if h.gone:
+                return
             if rng.random() < h.skip:
                 self.count("skipped")
                 return
@@ -129,6 +132,7 @@ class Workload:
 
     def replace(self, old, now_s):
         with old.lock:
+            old.gone = True
             ok, msg = self.run_cmd("rm", "-f", old.name)
             self.count("removed" if ok else "remove_failed", None if ok else f"rm -f {old.name}: {msg}")
             with self.mu:
