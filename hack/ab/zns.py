@@ -182,6 +182,8 @@ def _log_lines(lines):
         f = {k: v.strip('"') for k, v in _LOG_FIELD.findall(line)}
         try:
             when = datetime.datetime.fromisoformat(f["time"].replace("Z", "+00:00"))
+            if when.tzinfo is None:
+                raise ValueError(f"time {f['time']!r} has no zone")
             size = int(f["written"] if "written" in f else f["memory"]) if op == "create" else 0
             out.append((when, no, op, f["container"][:12], f["checkpoint"], size))
         except (KeyError, ValueError) as e:

@@ -313,6 +313,45 @@ class TraceFromLogTest(unittest.TestCase):
             zns.trace_from_log(LOG.splitlines() + ['time="2026-11-24T10:00:30.000Z" level=info '
                                                    'msg="Checkpoint deleted" checkpoint=c1'], keep=1)
         self.assertIn("log line 6:", str(cm.exception))
+        # A time without its zone cannot be ordered with the others.
+        lines = LOG_DELETES.splitlines()
+        lines[3] = lines[3].replace("11.000Z", "11.000")
+        with self.assertRaises(zns.TraceError) as cm:
+            zns.trace_from_log(lines, keep=1)
+        self.assertIn("log line 4:", str(cm.exception))
+        self.assertIn("has no zone", str(cm.exception))
+
+    def test_a_mangled_log_gives_a_valid_trace_or_an_error(self):
+        # A log is outside input: lines lost, repeated, reordered or cut
+        # give a trace the parser takes, or a TraceError, nothing else.
+        import random
+        rng = random.Random(7)
+        base = LOG_DELETES.splitlines()
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.csv")
+            for _ in range(300):
+                lines = list(base)
+                for _ in range(rng.randint(1, 4)):
+                    i = rng.randrange(len(lines))
+                    op = rng.choice(("drop", "dup", "swap", "cut", "zone"))
+                    if op == "drop" and len(lines) > 1:
+                        del lines[i]
+                    elif op == "dup":
+                        lines.insert(i, lines[i])
+                    elif op == "swap":
+                        j = rng.randrange(len(lines))
+                        lines[i], lines[j] = lines[j], lines[i]
+                    elif op == "cut":
+                        lines[i] = lines[i][:rng.randrange(len(lines[i]) + 1)]
+                    elif op == "zone":
+                        lines[i] = lines[i].replace('Z"', '"', 1)
+                try:
+                    es = zns.trace_from_log(lines, keep=2)
+                except zns.TraceError as e:
+                    self.assertRegex(str(e), r"^(log line \d+: |no \"Checkpoint created\")")
+                    continue
+                zns.write_trace(path, es)
+                self.assertEqual(len(zns.read_trace(path)), len(es))
 
     def test_a_log_without_checkpoints_is_an_error(self):
         with self.assertRaises(zns.TraceError):
