@@ -179,9 +179,16 @@ def rng_jitter(rng, spread=0.1):
     return 1 + rng.uniform(-spread, spread)
 
 
+def _duration(text):
+    try:
+        return units.duration(text, "s")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="ab.zns_record", description=__doc__.split("\n\n")[0])
-    p.add_argument("--seconds", type=units.duration, default=240.0, help="how long (default 240s)")
+    p.add_argument("--seconds", type=_duration, default=240.0, help="how long: 240, 240s, 4m (default 240 s)")
     p.add_argument("--containers", type=int, default=10, help="holders at once (default 10)")
     p.add_argument("--workers", type=int, default=3, help="operations at once (default 3)")
     p.add_argument("--seed", type=int, default=1)

@@ -1,3 +1,4 @@
+import contextlib
 import io
 import json
 import os
@@ -84,6 +85,30 @@ class WorkloadTest(unittest.TestCase):
             for e in events:
                 live[e.key] = e.op == "create"
             self.assertEqual(sum(live.values()), sum(len(s["cps"]) for s in state.values()))
+
+    def test_the_command_line_runs_the_workload(self):
+        # As hack/zns-record.sh runs it: seconds without a unit, docker
+        # from PATH; what it did on standard output.
+        with tempfile.TemporaryDirectory() as d:
+            docker = os.path.join(d, "docker")
+            with open(docker, "w") as f:
+                f.write(FAKE_DOCKER)
+            os.chmod(docker, 0o755)
+            path = os.environ["PATH"]
+            os.environ["PATH"] = d + os.pathsep + path
+            out, err = io.StringIO(), io.StringIO()
+            try:
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    rc = zns_record.main(["--seconds", "2", "--containers", "3", "--seed", "2"])
+            finally:
+                os.environ["PATH"] = path
+            self.assertEqual(rc, 0, err.getvalue())
+            doc = json.loads(out.getvalue())
+            self.assertEqual(doc["counts"]["started"], 3)
+            self.assertEqual(doc["seconds"], 2.0)
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                    self.assertRaises(SystemExit):
+                zns_record.main(["--seconds", "two"])
 
 
 if __name__ == "__main__":
