@@ -18,7 +18,7 @@ log), the geometry and the command line.
 
     PYTHONPATH=hack python3 -m ab.zns --trace FILE [--zone-size 64MiB ...] [--json out.json]
     PYTHONPATH=hack python3 -m ab.zns gen-trace --out FILE [--rounds 48 ...]
-    PYTHONPATH=hack python3 -m ab.zns trace-from-log patched-dockerd.log --out FILE [--keep 3]
+    PYTHONPATH=hack python3 -m ab.zns trace-from-log patched-dockerd.log --out FILE [--together 1s]
 """
 import argparse
 import collections
@@ -160,48 +160,104 @@ def _event(row, no, path, hinted=False):
 _LOG_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 
 
+CREATED, DELETED = 'msg="Checkpoint created"', 'msg="Checkpoint deleted"'
+
+
+def logs_deletes(lines):
+    """Whether a daemon's log has "Checkpoint deleted" lines (patched
+    daemons log them since 0054): a trace from it then has its real
+    deletes."""
+    return any(DELETED in line for line in lines)
+
+
+def _log_lines(lines):
+    """[(time, line no, op, container, checkpoint, bytes)] of the "Checkpoint
+    created" and "Checkpoint deleted" lines, in time order (lines of the same
+    time in log order)."""
+    out = []
+    for no, line in enumerate(lines, 1):
+        op = "create" if CREATED in line else "delete" if DELETED in line else None
+        if op is None:
+            continue
+        f = {k: v.strip('"') for k, v in _LOG_FIELD.findall(line)}
+        try:
+            when = datetime.datetime.fromisoformat(f["time"].replace("Z", "+00:00"))
+            if when.tzinfo is None:
+                raise ValueError(f"time {f['time']!r} has no zone")
+            size = int(f["written"] if "written" in f else f["memory"]) if op == "create" else 0
+            out.append((when, no, op, f["container"][:12], f["checkpoint"], size))
+        except (KeyError, ValueError) as e:
+            if op == "create":
+                raise TraceError(f"log line {no}: a \"Checkpoint created\" line without time, container, "
+                                 f"checkpoint, or written or memory ({e})") from None
+            raise TraceError(f"log line {no}: a \"Checkpoint deleted\" line without time, container or "
+                             f"checkpoint ({e})") from None
+    out.sort(key=lambda c: (c[0], c[1]))
+    return out
+
+
 def trace_from_log(lines, keep, together_s=1.0):
     """[Event] from a patched dockerd's log: a create for every "Checkpoint
     created" line (its container and checkpoint at its time since the
     first; its size the bytes written where a write cap logged them, else
     the container's memory usage, what CRIU dumps of it), creates within
-    together_s of the group's first taken
-    together (at its time), and after each group the deletes that keep each
-    container's last `keep` checkpoints (the daemon does not log deletes)."""
-    created = []
-    for no, line in enumerate(lines, 1):
-        if 'msg="Checkpoint created"' not in line:
-            continue
-        f = {k: v.strip('"') for k, v in _LOG_FIELD.findall(line)}
-        try:
-            when = datetime.datetime.fromisoformat(f["time"].replace("Z", "+00:00"))
-            size = int(f["written"] if "written" in f else f["memory"])
-            created.append((when, f["container"][:12], f["checkpoint"], size))
-        except (KeyError, ValueError) as e:
-            raise TraceError(f"log line {no}: a \"Checkpoint created\" line without time, container, "
-                             f"checkpoint, or written or memory ({e})") from None
-    if not created:
+    together_s of the group's first taken together (at its time), and a
+    delete for every "Checkpoint deleted" line (a checkpoint deleted, or
+    removed with its container), after the group it falls in, at its own
+    time. A log without "Checkpoint deleted" lines (a daemon before 0054)
+    gets deletes made up instead: after each group, those that keep each
+    container's last `keep` checkpoints."""
+    logged = _log_lines(lines)
+    if not any(op == "create" for _, _, op, *_ in logged):
         raise TraceError("no \"Checkpoint created\" line in the log (a patched dockerd's, at info level)")
-    created.sort(key=lambda c: c[0])
-    t0 = created[0][0]
-    kept = collections.defaultdict(collections.deque)
+    real = any(op == "delete" for _, _, op, *_ in logged)
+    t0 = next(when for when, _, op, *_ in logged if op == "create")
+    kept = collections.defaultdict(collections.deque)  # made-up deletes: container -> names, oldest first
+    live = collections.defaultdict(collections.deque)  # real deletes: (container, logged name) -> names, oldest first
     events, i, seen = [], 0, set()
-    while i < len(created):
-        first = (created[i][0] - t0).total_seconds()
+
+    def since(when):
+        return round(max(0.0, (when - t0).total_seconds()), 3)
+
+    def target(no, c, cp):
+        names = live.get((c, cp))
+        if not names:
+            raise TraceError(f"log line {no}: delete of unknown checkpoint {c}/{cp} "
+                             "(none of that name created before it in the log)")
+        return names.popleft()
+
+    while i < len(logged):
+        when, no, op, c, cp, n = logged[i]
+        if op == "delete":
+            events.append(Event(since(when), "delete", c, target(no, c, cp)))
+            i += 1
+            continue
+        first = (when - t0).total_seconds()
         j = i
-        while j < len(created) and (created[j][0] - t0).total_seconds() - first < together_s:
+        while j < len(logged) and (logged[j][0] - t0).total_seconds() - first < together_s:
             j += 1
-        t = round(first, 3)
-        for _, c, cp, n in created[i:j]:
+        t, later = since(when), []
+        for when, no, op, c, cp, n in logged[i:j]:
+            if op == "delete":
+                # After the group's creates, which are all at its time.
+                later.append(Event(since(when), "delete", c, target(no, c, cp)))
+                continue
             name = cp
-            while (c, name) in seen:  # the same name again: a later checkpoint of that name
-                name += "+"
-            seen.add((c, name))
+            if real:
+                while name in live[(c, cp)]:  # the same name while one lives (in another directory)
+                    name += "+"
+                live[(c, cp)].append(name)
+            else:
+                while (c, name) in seen:  # the same name again: a later checkpoint of that name
+                    name += "+"
+                seen.add((c, name))
+                kept[c].append(name)
             events.append(Event(t, "create", c, name, max(1, n)))
-            kept[c].append(name)
-        for c in sorted(kept):
-            while len(kept[c]) > keep:
-                events.append(Event(t, "delete", c, kept[c].popleft()))
+        events += later
+        if not real:
+            for c in sorted(kept):
+                while len(kept[c]) > keep:
+                    events.append(Event(t, "delete", c, kept[c].popleft()))
         i = j
     return events
 
@@ -612,11 +668,13 @@ def log_main(argv):
     p = argparse.ArgumentParser(prog="ab.zns trace-from-log", description=trace_from_log.__doc__)
     p.add_argument("log", nargs="+", help="patched dockerd logs (the harness keeps patched-dockerd.log)")
     p.add_argument("--out", required=True)
-    p.add_argument("--keep", type=int, default=3, help="checkpoints kept per container (default 3)")
+    p.add_argument("--keep", type=int, default=None, help="a log without \"Checkpoint deleted\" lines (a daemon "
+                   "before 0054): the checkpoints kept per container, the deletes made up (default 3); "
+                   "a log with them: not allowed")
     p.add_argument("--together", type=_arg(units.duration), default=1.0,
                    help="creates within this of each other are taken together (default 1s)")
     a = p.parse_args(argv)
-    if a.keep < 1:
+    if a.keep is not None and a.keep < 1:
         p.error("--keep: want at least 1")
     lines = []
     for path in a.log:
@@ -625,11 +683,20 @@ def log_main(argv):
                 lines += f.readlines()
         except OSError as e:
             raise TraceError(f"{path}: {e.strerror}") from None
-    events = trace_from_log(lines, a.keep, a.together)
+    real = logs_deletes(lines)
+    if real and a.keep is not None:
+        p.error("--keep: the log has its deletes (\"Checkpoint deleted\" lines); none are made up")
+    keep = 3 if a.keep is None else a.keep
+    events = trace_from_log(lines, keep, a.together)
     write_trace(a.out, events)
     info = describe_trace(events)
     print(f"{a.out}: {info['creates']} creates, {info['deletes']} deletes, {gib(info['bytes'])} over "
           f"{info['duration_s']:g} s")
+    if real:
+        removed = sum(DELETED in line and "container_removed=true" in line for line in lines)
+        print(f"deletes: the log's (\"Checkpoint deleted\" lines), {removed} of them with their container")
+    else:
+        print(f"deletes: made up (the log has no \"Checkpoint deleted\" line): each container's last {keep} kept")
     return 0
 
 

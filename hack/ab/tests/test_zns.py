@@ -226,6 +226,21 @@ time="2026-11-24T10:00:21.000Z" level=info msg="Checkpoint created" checkpoint=c
 """
 
 
+# A patched daemon since 0054: deletes, and the checkpoints removed with
+# their container, logged.
+LOG_DELETES = """\
+time="2026-11-24T10:00:00.100Z" level=info msg="Loading containers: done."
+time="2026-11-24T10:00:01.000Z" level=info msg="Checkpoint created" checkpoint=c1 container=aaaaaaaaaaaa1111 written=16777216
+time="2026-11-24T10:00:01.400Z" level=info msg="Checkpoint created" checkpoint=c1 container=bbbbbbbbbbbb2222 written=268435456
+time="2026-11-24T10:00:11.000Z" level=info msg="Checkpoint created" checkpoint=c2 container=aaaaaaaaaaaa1111 written=16000000
+time="2026-11-24T10:00:11.500Z" level=info msg="Checkpoint deleted" bytes=16777216 checkpoint=c1 container=aaaaaaaaaaaa1111
+time="2026-11-24T10:00:11.200Z" level=info msg="Checkpoint created" checkpoint=c1 container=aaaaaaaaaaaa1111 written=16500000
+time="2026-11-24T10:00:16.000Z" level=info msg="Checkpoint deleted" bytes=268435456 checkpoint=c1 container=bbbbbbbbbbbb2222 container_removed=true
+time="2026-11-24T10:00:21.000Z" level=info msg="Checkpoint created" checkpoint=c1 container=aaaaaaaaaaaa1111 memory=17000000
+time="2026-11-24T10:00:31.000Z" level=info msg="Checkpoint deleted" checkpoint=c2 container=aaaaaaaaaaaa1111
+"""
+
+
 class TraceFromLogTest(unittest.TestCase):
     def test_creates_groups_and_kept_checkpoints(self):
         es = zns.trace_from_log(LOG.splitlines(), keep=1)
@@ -247,6 +262,96 @@ class TraceFromLogTest(unittest.TestCase):
             with contextlib.redirect_stdout(io.StringIO()):
                 self.assertEqual(zns.main(["trace-from-log", log, "--out", path, "--keep", "2"]), 0)
             self.assertEqual(sum(e.op == "delete" for e in zns.read_trace(path)), 1)
+
+    def test_logged_deletes_and_removals_are_the_deletes(self):
+        es = zns.trace_from_log(LOG_DELETES.splitlines(), keep=1)
+        self.assertEqual([(e.time_s, e.op, e.container, e.checkpoint, e.bytes) for e in es], [
+            (0.0, "create", "aaaaaaaaaaaa", "c1", 16777216),
+            (0.0, "create", "bbbbbbbbbbbb", "c1", 268435456),
+            (10.0, "create", "aaaaaaaaaaaa", "c2", 16000000),
+            (10.0, "create", "aaaaaaaaaaaa", "c1+", 16500000),  # c1 lives (another directory): another one
+            (10.5, "delete", "aaaaaaaaaaaa", "c1", 0),  # within the group: after its creates
+            (15.0, "delete", "bbbbbbbbbbbb", "c1", 0),  # removed with its container
+            (20.0, "create", "aaaaaaaaaaaa", "c1", 17000000),  # the name is free again
+            (30.0, "delete", "aaaaaaaaaaaa", "c2", 0),
+        ])  # nothing made up: c1+ and c1 of aaaa... live on at the end
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.csv")
+            zns.write_trace(path, es)
+            self.assertEqual(len(zns.read_trace(path)), len(es))  # a valid trace
+            log = os.path.join(d, "dockerd.log")
+            with open(log, "w") as f:
+                f.write(LOG_DELETES)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(zns.main(["trace-from-log", log, "--out", path]), 0)
+            self.assertIn("5 creates, 3 deletes", out.getvalue())
+            self.assertIn("the log's", out.getvalue())
+            self.assertIn("1 of them with their container", out.getvalue())
+            with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
+                zns.main(["trace-from-log", log, "--out", path, "--keep", "2"])  # nothing to make up
+            with open(log, "w") as f:
+                f.write(LOG)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(zns.main(["trace-from-log", log, "--out", path]), 0)
+            self.assertIn("made up", out.getvalue())
+
+    def test_a_delete_of_an_unknown_checkpoint_is_an_error_naming_the_line(self):
+        lines = LOG.splitlines() + [
+            'time="2026-11-24T10:00:30.000Z" level=info msg="Checkpoint deleted" bytes=9 checkpoint=c9 '
+            'container=aaaaaaaaaaaa1111']
+        with self.assertRaises(zns.TraceError) as cm:
+            zns.trace_from_log(lines, keep=1)
+        self.assertIn("log line 6: delete of unknown checkpoint aaaaaaaaaaaa/c9", str(cm.exception))
+        # Deleted twice: the second is of none.
+        lines = LOG_DELETES.splitlines() + LOG_DELETES.splitlines()[-1:]
+        with self.assertRaises(zns.TraceError) as cm:
+            zns.trace_from_log(lines, keep=1)
+        self.assertIn(f"log line {len(lines)}: delete of unknown checkpoint aaaaaaaaaaaa/c2", str(cm.exception))
+        with self.assertRaises(zns.TraceError) as cm:
+            zns.trace_from_log(LOG.splitlines() + ['time="2026-11-24T10:00:30.000Z" level=info '
+                                                   'msg="Checkpoint deleted" checkpoint=c1'], keep=1)
+        self.assertIn("log line 6:", str(cm.exception))
+        # A time without its zone cannot be ordered with the others.
+        lines = LOG_DELETES.splitlines()
+        lines[3] = lines[3].replace("11.000Z", "11.000")
+        with self.assertRaises(zns.TraceError) as cm:
+            zns.trace_from_log(lines, keep=1)
+        self.assertIn("log line 4:", str(cm.exception))
+        self.assertIn("has no zone", str(cm.exception))
+
+    def test_a_mangled_log_gives_a_valid_trace_or_an_error(self):
+        # A log is outside input: lines lost, repeated, reordered or cut
+        # give a trace the parser takes, or a TraceError, nothing else.
+        import random
+        rng = random.Random(7)
+        base = LOG_DELETES.splitlines()
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.csv")
+            for _ in range(300):
+                lines = list(base)
+                for _ in range(rng.randint(1, 4)):
+                    i = rng.randrange(len(lines))
+                    op = rng.choice(("drop", "dup", "swap", "cut", "zone"))
+                    if op == "drop" and len(lines) > 1:
+                        del lines[i]
+                    elif op == "dup":
+                        lines.insert(i, lines[i])
+                    elif op == "swap":
+                        j = rng.randrange(len(lines))
+                        lines[i], lines[j] = lines[j], lines[i]
+                    elif op == "cut":
+                        lines[i] = lines[i][:rng.randrange(len(lines[i]) + 1)]
+                    elif op == "zone":
+                        lines[i] = lines[i].replace('Z"', '"', 1)
+                try:
+                    es = zns.trace_from_log(lines, keep=2)
+                except zns.TraceError as e:
+                    self.assertRegex(str(e), r"^(log line \d+: |no \"Checkpoint created\")")
+                    continue
+                zns.write_trace(path, es)
+                self.assertEqual(len(zns.read_trace(path)), len(es))
 
     def test_a_log_without_checkpoints_is_an_error(self):
         with self.assertRaises(zns.TraceError):
