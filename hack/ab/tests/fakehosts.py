@@ -45,6 +45,8 @@ class World:
         self.configs = {}  # flavour -> configurations written after the first (podman)
         self.podman_calls = []  # podman's arguments, in order
         self.downs = []  # the hosts taken down
+        self.containers = set()  # (flavour, name) of containers started and not removed
+        self.started = []  # (flavour, name) of every container started, in order
 
     def push(self, repo, tag, layers, seed):
         ref = f"{hosts.REGISTRY}/{repo}:{tag}"
@@ -172,10 +174,17 @@ Transfer/sec:      4.19MB
                 return self.done(out=json.dumps(r) + "\n")
             return self.done()
         if args[0] == "run":
-            _, _, bad = self.value("run", f, args[args.index("--name") + 1], 0, 0)
+            name = args[args.index("--name") + 1]
+            _, _, bad = self.value("run", f, name, 0, 0)
             if bad:
                 raise hosts.HostError("docker run -d...: Bind for 0.0.0.0:3000 failed: port is already allocated")
+            self.containers.add((f, name))
+            self.started.append((f, name))
             return self.done(out="0123456789ab\n")
+        if args[0] == "rm":
+            for name in args[1:]:
+                self.containers.discard((f, name))
+            return self.done()
         if args[0] == "logs":
             name = args[-1]
             if "--tail" in args:
@@ -258,7 +267,7 @@ class FakePodman:
         """Its containers, answered as the World answers docker's."""
         args = [str(a) for a in args]
         self.world.podman_calls.append(args)
-        if args[0] in ("run", "logs"):
+        if args[0] in ("run", "logs", "rm"):
             return self.world.docker(self, args)
         if args[:2] == ["container", "checkpoint"]:
             return self.world.docker(self, ["checkpoint", "create", args[-1], "cp"])

@@ -33,8 +33,16 @@ class SystemsTest(unittest.TestCase):
         with self.assertRaises(KeyError):
             systems.name_of("charliecloud")
         for m in systems.every():
-            for attr in ("FLAVOURS", "TABLE_KEYS", "validate", "start", "record", "pull_command", "cold_command"):
+            for attr in ("FLAVOURS", "TABLE_KEYS", "validate", "start", "record"):
                 self.assertTrue(hasattr(m, attr), f"{m.__name__} lacks {attr}")
+        # what each kind measures has what the kind calls
+        from ab import kinds
+        calls = {"pull": ("pull_command", "cold_command"), "overhead": ("WORKLOADS", "NETWORKS", "shell", "pingpong"),
+                 "checkpoint": ("run_container", "logs", "checkpoint", "restore", "stop", "remove")}
+        for kind, attrs in calls.items():
+            for name in kinds.get(kind).SYSTEMS:
+                for attr in attrs:
+                    self.assertTrue(hasattr(systems.get(name), attr), f"{name} lacks {attr} ({kind})")
 
 
 class ContainerdSuiteTest(SuiteErrors, unittest.TestCase):
