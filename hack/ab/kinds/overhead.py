@@ -7,7 +7,11 @@ cpu, files, http, pingpong), container where (native or container; for
 http and pingpong a placement of NETWORKS), image the image it ran in
 (null natively); an http cell adds endpoint. http's samples are the
 median latency (times_s) beside requests/s (rps), which the report
-compares; pingpong's are the median round trip (p50_us)."""
+compares; pingpong's are the median round trip (p50_us).
+
+A flavour's containers are its system's (ab.systems): docker's for stock
+and patched, ch-run's for charliecloud, which runs cpu and pingpong (on
+the host network: it has no other)."""
 import os
 import re
 import shlex
@@ -28,7 +32,7 @@ SWITCHES = ()
 REPETITIONS = 3
 # what it measures (ab.systems); each system says which WORKLOADS it runs,
 # and its containers' placements besides native (NETWORKS)
-SYSTEMS = ("dockerd",)
+SYSTEMS = ("dockerd", "charliecloud")
 WORKLOADS = ("run", "cpu", "http", "files", "pingpong")
 # Where the overhead suites put a server and its client (http, pingpong):
 # native processes in the flavour's test host, containers on the bridge
@@ -244,7 +248,7 @@ def measure_cpu(r, d, rep, prog):
     t, err = hyperfine(r.tmp, d.env, f"nsenter --net={d.netns()} busybox sh -c '{CPU}'")
     r.results.add(Cell(d.flavour, params=d.config, scenario="cpu", container="native"), t, err)
     prog.step(f"overhead cpu native ({d.flavour} host) rep {rep + 1}: {t:.2f}s" if t else "cpu native FAILED")
-    # in a container: the system's (docker exec into a running one)
+    # in a container: the system's (docker exec into a running one, ch-run)
     with systems.of(d.flavour).shell(d, "ab/busybox", "abov-cpu") as prefix:
         t, err = hyperfine(r.tmp, d.env, f"{prefix} sh -c '{CPU}'")
     r.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="cpu", container="container"),
@@ -440,7 +444,7 @@ def measure_pingpong(r, d, rep, prog):
     scpu, ccpu = pp.cpus(os.cpu_count() or 1)
     taskset = lambda cpu: ["taskset", "-c", cpu] if cpu is not None else []
     system = systems.of(d.flavour)
-    # the placements the flavour's system has
+    # the placements the flavour's system has (charliecloud: the host network)
     for net in rotate(placements(pp.networks, system), rep):
         proc = None
         try:
@@ -491,7 +495,57 @@ def cell_name(e):
 
 
 def sections(doc):
-    return [http_table(doc), pingpong_table(doc)]
+    return [platforms_table(doc), http_table(doc), pingpong_table(doc)]
+
+
+PLATFORM = {"stock": "stock dockerd", "patched": "patched dockerd", "charliecloud": "charliecloud (ch-run)"}
+
+
+def platforms_table(doc):
+    """Seed 002's platforms side by side, where a suite has a peer of
+    another system (charliecloud): the cpu hash and the ping-pong round
+    trip natively and on each platform, each platform against the native
+    runs of its own test host (paired by repetition)."""
+    es = [e for e in doc["results"] if e.get("scenario") in ("cpu", "pingpong")]
+    flavours = _flavours(es)
+    if all(systems.name_of(f) == "dockerd" for f in flavours):
+        return ""
+    cpu, pp = _entries(doc, "cpu"), _entries(doc, "pingpong")
+    pls = [p for p in _placements(pp) if p != "native"]
+    head = ["platform"] + (["cpu: hash (s)", "/ native [95% CI]"] if cpu else [])
+    for p in pls:
+        head += [f"ping-pong {p}: p50 (µs)", "/ native [95% CI]"]
+    rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    native = ["native (each test host's own process)"]
+    if cpu:
+        native += [fmt_v(median_of([x for f in flavours for x in _samples(cpu, f, "native", "times_s")]), "s"), "1"]
+    for _ in pls:
+        native += [fmt_v(median_of([x for f in flavours for x in _samples(pp, f, "native", "p50_us")]), "µs"), "1"]
+    rows.append("| " + " | ".join(native) + " |")
+    for f in flavours:
+        cells = [PLATFORM.get(f, f)]
+        if cpu:
+            got = _samples(cpu, f, "container", "times_s")
+            cells += [fmt_v(median_of(got), "s"),
+                      versus(_samples(cpu, f, "container", "times_s", True), _samples(cpu, f, "native", "times_s", True),
+                             True)]
+        for p in pls:
+            got = _samples(pp, f, p, "p50_us")
+            cells += [fmt_v(median_of(got), "µs") if got else "-",
+                      versus(_samples(pp, f, p, "p50_us", True), _samples(pp, f, "native", "p50_us", True), True)]
+        rows.append("| " + " | ".join(cells) + " |")
+    ch = (doc.get("daemons") or {}).get("charliecloud") or {}
+    out = ["## Platforms side by side (seed 002)", "",
+           "The same programs natively and on each platform: the cpu hash (the same busybox) in a container, and "
+           "ping-pong round trips between two containers (bridge: at the server's address; host: over loopback "
+           "on the host network). Medians of the repetitions; \"/ native\" is each platform against the native "
+           "runs in its own test host, paired by repetition (uncorrected p). The summary puts patched against "
+           "stock, and against each peer, with the paired statistics."
+           + (f" charliecloud is ch-run {ch.get('version')} on a root file system unpacked from the image the "
+              "dockerd hosts load, each container a ch-run command in its test host's network namespace (the host "
+              "network: it has no other), started and ended with it; docker's cpu hash runs by docker exec in a "
+              "running container." if ch else ""), ""]
+    return "\n".join(out + rows) + "\n"
 
 
 def plots(doc, outdir, plt):

@@ -2,7 +2,8 @@
 system, each with:
 
   FLAVOURS          the [flavor.<name>] tables it runs (dockerd: stock and
-                    patched; containerd: containerd; podman: podman)
+                    patched; containerd: containerd; podman: podman;
+                    charliecloud: charliecloud)
   TABLE_KEYS        the keys such a table takes
   validate(v, w, t, name)  check table t (at w) beyond the keys every flavour
                     has, return its daemon settings (v: suite.Validator)
@@ -21,9 +22,9 @@ A system that runs containers (dockerd, podman: the checkpoint kind's) also
 has run_container(h, name, image, args), logs(h, name, tail),
 checkpoint(h, name, cp, leave_running) and restore(h, name, cp) (the calls
 the kind times; completed processes), stop(h, name), remove(h, names).
-A system the overhead kind measures (dockerd) has WORKLOADS
+A system the overhead kind measures (dockerd, charliecloud) has WORKLOADS
 (those of the kind's it runs), NETWORKS (its containers' placements besides
-native: dockerd bridge, published and host),
+native: dockerd bridge, published and host; charliecloud host),
 shell(h, image, name) (a context manager: the command prefix that runs a
 command in a container of image) and pingpong(h, name, image, net, server,
 client, cpus, log) (a server and a client(address) in containers placed on
@@ -42,7 +43,7 @@ The core (suite, runner) asks a flavour's system for these; a kind says
 which systems it can measure (kinds.<kind>.SYSTEMS)."""
 import importlib
 
-NAMES = ("dockerd", "containerd", "podman")
+NAMES = ("dockerd", "containerd", "podman", "charliecloud")
 
 
 def get(name):

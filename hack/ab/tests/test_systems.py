@@ -9,7 +9,7 @@ import tempfile
 import unittest
 
 from ab import hosts, report, runner, suite, systems
-from ab.systems import containerd, dockerd, podman
+from ab.systems import charliecloud, containerd, dockerd, podman
 from ab.tests import fakehosts
 from ab.tests.test_suite import GOOD, SuiteErrors, load
 
@@ -24,14 +24,15 @@ daemon = [
 
 class SystemsTest(unittest.TestCase):
     def test_every_flavour_has_one_system(self):
-        self.assertEqual(systems.flavours(), ("stock", "patched", "containerd", "podman"))
+        self.assertEqual(systems.flavours(), ("stock", "patched", "containerd", "podman", "charliecloud"))
         self.assertEqual([systems.name_of(f) for f in systems.flavours()],
-                         ["dockerd", "dockerd", "containerd", "podman"])
+                         ["dockerd", "dockerd", "containerd", "podman", "charliecloud"])
         self.assertIs(systems.of("containerd"), containerd)
         self.assertIs(systems.of("podman"), podman)
-        self.assertEqual(report.PEERS, ("containerd", "podman"))
+        self.assertIs(systems.of("charliecloud"), charliecloud)
+        self.assertEqual(report.PEERS, ("containerd", "podman", "charliecloud"))
         with self.assertRaises(KeyError):
-            systems.name_of("charliecloud")
+            systems.name_of("singularity")
         for m in systems.every():
             for attr in ("FLAVOURS", "TABLE_KEYS", "validate", "start", "record"):
                 self.assertTrue(hasattr(m, attr), f"{m.__name__} lacks {attr}")
