@@ -79,6 +79,21 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
                          r":\d+: \[flavor.charliecloud\]: pull suites measure dockerd, containerd, podman, "
                          r"not charliecloud")
 
+    def test_peers_suite_is_seed_002s(self):
+        """overhead-seed002-peers is overhead-seed002 with charliecloud at
+        the harness's defaults added: the same workloads, ping-pong and
+        dockerd flavours."""
+        root = os.path.join(hosts.ROOT, "hyperfine-suites")
+        base = suite.load(os.path.join(root, "overhead-seed002.toml"))
+        peers = suite.load(os.path.join(root, "overhead-seed002-peers.toml"))
+        self.assertEqual((peers.workloads, peers.pingpong, peers.repetitions, peers.seed),
+                         (base.workloads, base.pingpong, base.repetitions, base.seed))
+        for f in ("stock", "patched"):
+            self.assertEqual(peers.flavours[f], base.flavours[f])
+        self.assertEqual(list(peers.flavours), ["stock", "patched", "charliecloud"])
+        self.assertEqual(peers.flavours["charliecloud"].variants(), [{}])
+        self.assertEqual(overhead.placements(peers.pingpong.networks, cc), ["native", "host"])
+
 
 def host(rootfs="/var/lib/moby-ab/charliecloud/img/pingpong", config=None):
     c = cc.Charliecloud("charliecloud")
