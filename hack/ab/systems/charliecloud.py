@@ -41,6 +41,7 @@ FLAVOURS = ("charliecloud",)
 TABLE_KEYS = ("ch_run",)
 HOST = "charliecloud"  # the test host: netns ab-charliecloud
 CH_RUN = "/usr/bin/ch-run"
+PACKAGE = "charliecloud-runtime"  # Debian's, which has it
 # ch-run's options a suite may give, and their defaults here
 SETTINGS = {"write": bool, "private_tmp": bool, "environment": str}
 DEFAULTS = {"write": False, "private_tmp": False, "environment": "image"}
@@ -115,6 +116,7 @@ class Charliecloud:
         self.host = HOST
         self.config = None
         self.version = None
+        self.package = None  # the Debian package's version
         self.images = {}  # image -> what unpack() recorded, and its path
         self.servers = []  # Popen of servers started and not yet stopped
 
@@ -129,6 +131,7 @@ class Charliecloud:
         hosts.sh("ip", "netns", "add", f"ab-{self.host}")
         hosts.sh("ip", "-n", f"ab-{self.host}", "link", "set", "lo", "up")
         self.version = hosts.sh(ch_run_path(), "--version", env=self.env).stderr.strip()
+        self.package = hosts.sh("dpkg-query", "-W", "-f=${Version}", PACKAGE, check=False).stdout.strip() or None
         self.config = dict(config)
         build = os.environ.get("AB_BUILD", os.path.join(hosts.ROOT, "build"))
         for img in images:
@@ -405,7 +408,7 @@ def start(name, flavour, images):
 
 
 def record(c, flavour):
-    return {"version": c.version, "binary": "ch-run", "ch_run": ch_run_path(),
+    return {"version": c.version, "binary": "ch-run", "ch_run": ch_run_path(), "package": f"{PACKAGE} {c.package}",
             "network": f"the host's: test host namespace ab-{c.host}, loopback",
             "rootfs": {img: {k: rec.get(k) for k in ("archive", "sha256", "config_digest", "layers", "bytes",
                                                      "path")} for img, rec in c.images.items()},

@@ -306,7 +306,7 @@ class FakeCharliecloud(systems_charliecloud.Charliecloud):
         self.world = world
 
     def up(self, config, images):
-        self.version = "0.31"
+        self.version, self.package = "0.31", "0.31-1"
         self.config = dict(config)
         for img in images:
             self.images[f"ab/{img}"] = {

@@ -365,7 +365,7 @@ class HostTest(unittest.TestCase):
 
         def sh(*args, **kw):
             self.ran.append(args[:4])
-            return subprocess.CompletedProcess(args, 0, "", "0.31\n")
+            return subprocess.CompletedProcess(args, 0, "0.31" if args[0] == "dpkg-query" else "", "0.31\n")
         for p in (mock.patch.object(hosts, "sh", sh), mock.patch.object(hosts, "AB_VAR", os.path.join(self.d, "var")),
                   mock.patch.dict(os.environ, {"AB_BUILD": os.path.join(self.d, "build")})):
             p.start()
@@ -385,9 +385,10 @@ class HostTest(unittest.TestCase):
         self.assertEqual(os.listdir(os.path.join(root, "img")), ["busybox"])
         self.assertTrue(os.path.isfile(os.path.join(root, "img", "busybox", "bin", "busybox")))
         self.assertEqual(self.ran, [("ip", "netns", "del", "ab-charliecloud"), ("ip", "netns", "add", "ab-charliecloud"),
-                                    ("ip", "-n", "ab-charliecloud", "link"), ("/usr/bin/ch-run", "--version")])
+                                    ("ip", "-n", "ab-charliecloud", "link"), ("/usr/bin/ch-run", "--version"),
+                                    ("dpkg-query", "-W", "-f=${Version}", "charliecloud-runtime")])
         rec = cc.record(c, fl)
-        self.assertEqual(rec["version"], "0.31")
+        self.assertEqual((rec["version"], rec["package"]), ("0.31", "charliecloud-runtime 0.31"))
         with open(os.path.join(self.d, "build", "images", "busybox.tar"), "rb") as f:
             self.assertEqual(rec["rootfs"]["ab/busybox"]["sha256"], "sha256:" + hashlib.sha256(f.read()).hexdigest())
         self.assertEqual(rec["options"]["ab/busybox"], ["-t", "--unset-env=*", "--set-env=PATH=/bin"])
