@@ -23,7 +23,6 @@ default; "host": ch-run's own default, the host's environment).
 down stops what it started (by PID), removes the root file systems and the
 namespace; start does the same when it fails."""
 import contextlib
-import gzip
 import hashlib
 import json
 import os
@@ -34,6 +33,7 @@ import shutil
 import stat
 import subprocess
 import tarfile
+import zlib
 
 from .. import hosts
 
@@ -140,7 +140,7 @@ class Charliecloud:
             os.makedirs(dest)
             try:
                 rec = unpack(archive, dest)
-            except (OSError, UnpackError, ValueError, tarfile.TarError, EOFError, gzip.BadGzipFile) as e:
+            except (OSError, UnpackError, ValueError, tarfile.TarError, EOFError, zlib.error) as e:
                 raise hosts.HostError(f"charliecloud: {archive}: {e}") from None
             rec["archive"] = os.path.relpath(archive, hosts.ROOT)
             rec["path"] = dest
@@ -221,8 +221,15 @@ class _Hashing:
         return "sha256:" + self.h.hexdigest()
 
 
+def _member(tar, name):
+    try:
+        return tar.getmember(name)
+    except KeyError:
+        raise UnpackError(f"no {name} in the archive") from None
+
+
 def _json(tar, name):
-    m = tar.getmember(name)
+    m = _member(tar, name)
     if not m.isreg() or m.size > MAX_JSON:
         raise UnpackError(f"{name}: not a file of at most {MAX_JSON} bytes")
     return json.loads(tar.extractfile(m).read())
@@ -237,7 +244,7 @@ def _blob(tar, path):
     if len(parts) != 3 or parts[:2] != ["blobs", "sha256"] or len(parts[2]) != 64 or \
             any(c not in "0123456789abcdef" for c in parts[2]):
         raise UnpackError(f"manifest.json: {path!r} is not blobs/sha256/<digest>")
-    m = tar.getmember(path)
+    m = _member(tar, path)
     if not m.isreg():
         raise UnpackError(f"{path}: not a file")
     return m, "sha256:" + parts[2]
@@ -248,7 +255,7 @@ def unpack(archive, dest):
     hack/testimages/mkimage.py's) into dest, an empty directory: {"sha256":
     the archive's, "config_digest", "layers": their digests, "env": the
     image's Env, "bytes": what its files hold}. Raises UnpackError (or
-    tarfile's, gzip's, OSError) on anything else; dest may then hold part
+    tarfile's, zlib's, OSError) on anything else; dest may then hold part
     of it."""
     h = hashlib.sha256()
     with open(archive, "rb") as f:

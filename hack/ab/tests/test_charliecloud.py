@@ -331,9 +331,11 @@ class UnpackTest(unittest.TestCase):
                     t.addfile(ti, io.BytesIO(b))
             with self.assertRaisesRegex(cc.UnpackError, regex):
                 cc.unpack(path, self.rootfs())
-        # a blob path that is not a digest, a manifest of two images
+        # a blob path that is not a digest, a manifest of two images, a blob
+        # the archive does not have
         for manifest, regex in (([dict(m, Layers=["../../etc/passwd"])], r"is not blobs/sha256/<digest>"),
-                                ([m, m], r"want one image")):
+                                ([m, m], r"want one image"),
+                                ([dict(m, Layers=["blobs/sha256/" + "0" * 64])], r"no blobs/sha256/0{64} in the archive")):
             blobs["manifest.json"] = json.dumps(manifest).encode()
             path = os.path.join(self.d, "bad.tar")
             with tarfile.open(path, "w") as t:
