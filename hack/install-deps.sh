@@ -24,6 +24,8 @@ CRIU_SUITES=${CRIU_SUITES:-sid forky trixie}
 TINI_VERSION=0.19.0
 # Debian 12's podman (APT_PACKAGES): the podman test host is written for it
 PODMAN_SERIES=4.3
+# Debian 12's charliecloud (APT_PACKAGES: its runtime, ch-run)
+CHARLIECLOUD_SERIES=0.31
 MIN_DOCKER_API=1.44
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 AB_CACHE=${AB_CACHE:-/var/cache/moby-ab}
@@ -55,6 +57,13 @@ APT_PACKAGES=(
 	# a peer of the dockerd hosts in the pull suites (hack/podman-host.sh):
 	# Debian's podman, run with the runtime stack's runc
 	podman
+	# seed 002's HPC runtime, a peer in the overhead suites
+	# (hack/ab/systems/charliecloud.py): ch-run, Debian 12's charliecloud
+	# 0.31. Its runtime package alone: the charliecloud metapackage also
+	# depends on charliecloud-builders (ch-image, ch-convert), which pulls
+	# docker.io, Debian's containerd, runc and CRIU 3.17 and buildah onto the
+	# machine; the harness unpacks its images itself.
+	charliecloud-runtime
 )
 
 # What running the suites needs, of APT_PACKAGES.
@@ -237,6 +246,19 @@ check_podman() {
 	warn "podman: hack/podman-host.sh is written for podman $PODMAN_SERIES; this machine has ${v:-none}"
 }
 
+check_charliecloud() {
+	local v out
+	v=$(dpkg-query -W -f='${Version}' charliecloud-runtime 2>/dev/null || true)
+	# (ch-run refuses to start without $USER, and prints its version on stderr)
+	out=$(USER=${USER:-root} ch-run --version 2>&1) || true
+	if [[ $v == "$CHARLIECLOUD_SERIES"* ]] && [[ $out == "$CHARLIECLOUD_SERIES"* ]]; then
+		step "charliecloud $CHARLIECLOUD_SERIES" "ok ($v, ch-run $out)"
+		return
+	fi
+	need "charliecloud $CHARLIECLOUD_SERIES (Debian 12's charliecloud-runtime; found ${v:-none})" || return 0
+	warn "charliecloud: hack/ab/systems/charliecloud.py is written for ch-run $CHARLIECLOUD_SERIES; this machine has ${v:-none}"
+}
+
 check_docker_cli() {
 	local api
 	api=$(docker version --format '{{.Client.APIVersion}}' 2>/dev/null || true)
@@ -273,6 +295,7 @@ install_runc
 install_criu
 install_tini
 check_podman
+check_charliecloud
 check_docker_cli
 install_zns_kernel
 
@@ -290,5 +313,6 @@ fi
 	echo "docker $(docker version --format '{{.Client.Version}}' 2>/dev/null) $(command -v docker)"
 	# (not podman --version: podman run bare creates the machine's default storage)
 	echo "podman $(dpkg-query -W -f='${Version}' podman) $(command -v podman)"
+	echo "ch-run $(USER=${USER:-root} ch-run --version 2>&1) $(command -v ch-run)"
 } >"$AB_PREFIX/versions.txt"
 column -t "$AB_PREFIX/versions.txt" >&2

@@ -353,7 +353,7 @@ def bar_plot(doc, outdir, plt, what="time"):
                              figsize=(min(16, sum(max(4, (0.6 if many else 1.2) * len(c)) for c in groups.values())),
                                       4.8 if many else 4))
     for ax, (unit, cells) in zip(axes[0], groups.items()):
-        flavours = [f for f in ("stock", "patched", "runc") if any(e["flavor"] == f for e in res)]
+        flavours = [f for f in systems.flavours() + ("runc",) if any(e["flavor"] == f for e in res)]
         width = 0.8 / len(flavours)
         for j, f in enumerate(flavours):
             meds, lo, hi = [], [], []

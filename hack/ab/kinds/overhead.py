@@ -7,7 +7,11 @@ cpu, files, http, pingpong), container where (native or container; for
 http and pingpong a placement of NETWORKS), image the image it ran in
 (null natively); an http cell adds endpoint. http's samples are the
 median latency (times_s) beside requests/s (rps), which the report
-compares; pingpong's are the median round trip (p50_us)."""
+compares; pingpong's are the median round trip (p50_us).
+
+A flavour's containers are its system's (ab.systems): docker's for stock
+and patched, ch-run's for charliecloud, which runs cpu and pingpong (on
+the host network: it has no other)."""
 import os
 import re
 import shlex
@@ -16,16 +20,19 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from .. import hosts, suite, units
+from .. import hosts, suite, systems, units
 from ..measure import Progress, hyperfine, parse_json_line, rotate
 from ..report import bar_plot, fmt_v, keyed, median_of, versus
 from ..results import Cell
+from ..systems import dockerd
 
 KEYS = ("workloads", "http", "pingpong")
 KEY_FIELDS = ("endpoint",)  # besides scenario and container
 SWITCHES = ()
 REPETITIONS = 3
-SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
+# what it measures (ab.systems); each system says which WORKLOADS it runs,
+# and its containers' placements besides native (NETWORKS)
+SYSTEMS = ("dockerd", "charliecloud")
 WORKLOADS = ("run", "cpu", "http", "files", "pingpong")
 # Where the overhead suites put a server and its client (http, pingpong):
 # native processes in the flavour's test host, containers on the bridge
@@ -99,6 +106,21 @@ def validate(v, d, s):
         s.http = http(v, v.typed(d.get("http", {}), dict, ("http",), "an [http] table"))
     if "pingpong" in wl:
         s.pingpong = pingpong(v, v.typed(d.get("pingpong", {}), dict, ("pingpong",), "a [pingpong] table"))
+    for name, fl in s.flavours.items():
+        system = systems.get(fl.system)
+        other = [x for x in wl if x not in system.WORKLOADS]
+        if other:
+            v.fail(("flavor", name), f"[flavor.{name}]: {fl.system} runs the workloads "
+                                     f"{', '.join(system.WORKLOADS)}, not {', '.join(other)}")
+        if s.pingpong and not placements(s.pingpong.networks, system):
+            v.fail(("pingpong", "networks"), f"networks: none of them is a placement of [flavor.{name}] "
+                                             f"({', '.join(('native',) + system.NETWORKS)})")
+
+
+def placements(networks, system):
+    """Of networks, those a flavour on system runs in: native, and its
+    containers' (system.NETWORKS)."""
+    return [n for n in networks if n == "native" or n in system.NETWORKS]
 
 
 def refuse(v, d, kind):
@@ -197,10 +219,13 @@ def images(s):
 def run(r):
     """Per repetition, each flavour in ABAB order runs every workload."""
     s = r.s
-    steps = {"run": 1, "cpu": 2, "files": 2,
-             "http": len(s.http.networks) * len(s.http.endpoints) if s.http else 0,
-             "pingpong": len(s.pingpong.networks) if s.pingpong else 0}
-    prog = Progress(sum(steps[w] for w in s.workloads) * s.repetitions * len(r.daemons))
+    def steps(w, f):
+        if w == "http":
+            return len(s.http.networks) * len(s.http.endpoints)
+        if w == "pingpong":
+            return len(placements(s.pingpong.networks, systems.of(f)))
+        return {"run": 1, "cpu": 2, "files": 2}[w]
+    prog = Progress(sum(steps(w, f) for w in s.workloads for f in r.daemons) * s.repetitions)
     for rep in range(s.repetitions):
         for f in r.flavour_order(rep):
             d = r.daemons[f]
@@ -223,12 +248,9 @@ def measure_cpu(r, d, rep, prog):
     t, err = hyperfine(r.tmp, d.env, f"nsenter --net={d.netns()} busybox sh -c '{CPU}'")
     r.results.add(Cell(d.flavour, params=d.config, scenario="cpu", container="native"), t, err)
     prog.step(f"overhead cpu native ({d.flavour} host) rep {rep + 1}: {t:.2f}s" if t else "cpu native FAILED")
-    name = "abov-cpu"
-    d.docker("run", "-d", "--name", name, "ab/busybox", "sleep", "3600")
-    try:
-        t, err = hyperfine(r.tmp, d.env, f"docker exec {name} sh -c '{CPU}'")
-    finally:
-        d.docker("rm", "-f", name, check=False)
+    # in a container: the system's (docker exec into a running one, ch-run)
+    with systems.of(d.flavour).shell(d, "ab/busybox", "abov-cpu") as prefix:
+        t, err = hyperfine(r.tmp, d.env, f"{prefix} sh -c '{CPU}'")
     r.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="cpu", container="container"),
                   t, err)
     prog.step(f"overhead cpu container {d.flavour} rep {rep + 1}: {t:.2f}s" if t else "cpu container FAILED")
@@ -289,9 +311,7 @@ def stop_native(p):
         p.wait()
 
 
-def ip_of(d, name):
-    return d.docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
-                    name).stdout.strip()
+ip_of = dockerd.ip_of  # http's placements are docker's
 
 
 def wait_http(d, url, proc=None, name=None, limit=20):
@@ -423,23 +443,19 @@ def measure_pingpong(r, d, rep, prog):
     srv = ["pingpong", "server", "-listen", f":{PINGPONG_PORT}", "-size", str(pp.size)]
     scpu, ccpu = pp.cpus(os.cpu_count() or 1)
     taskset = lambda cpu: ["taskset", "-c", cpu] if cpu is not None else []
-    cpuset = lambda cpu: ["--cpuset-cpus", cpu] if cpu is not None else []
-    for net in rotate(pp.networks, rep):
-        proc = name = None
+    system = systems.of(d.flavour)
+    # the placements the flavour's system has (charliecloud: the host network)
+    for net in rotate(placements(pp.networks, system), rep):
+        proc = None
         try:
             if net == "native":
                 proc = native(r, d, taskset(scpu) + [hosts.pingpong_binary()] + srv[1:])
                 p = hosts.sh("nsenter", f"--net={d.netns()}", *taskset(ccpu), hosts.pingpong_binary(), "client",
                              "-connect", f"127.0.0.1:{PINGPONG_PORT}", *args, check=False, timeout=600)
             else:
-                name = f"abov-pp-{net}"
-                net_args = ["--network", "host"] if net == "host" else []
-                p = d.docker("run", "-d", "--name", name, *net_args, *cpuset(scpu), "ab/pingpong", *srv,
-                             check=False)
-                if p.returncode == 0:
-                    ip = ip_of(d, name) if net == "bridge" else "127.0.0.1"
-                    p = d.docker("run", "--rm", *net_args, *cpuset(ccpu), "ab/pingpong", "pingpong", "client",
-                                 "-connect", f"{ip}:{PINGPONG_PORT}", *args, check=False)
+                p = system.pingpong(d, f"abov-pp-{net}", "ab/pingpong", net, srv,
+                                    lambda ip: ["pingpong", "client", "-connect", f"{ip}:{PINGPONG_PORT}", *args],
+                                    (scpu, ccpu), os.path.join(r.tmp, f"pingpong-{net}-server.log"))
             res, err = parse_json_line(p.stdout), None
             if res is None:
                 err = ((p.stderr or "").strip().splitlines() or ["pingpong failed"])[-1][:300]
@@ -454,8 +470,6 @@ def measure_pingpong(r, d, rep, prog):
                          if res else f"FAILED {err}"))
         finally:
             stop_native(proc)
-            if name:
-                d.docker("rm", "-f", name, check=False)
 
 
 MEASURE = {"run": measure_run, "cpu": measure_cpu, "files": measure_files, "http": measure_http,
@@ -481,7 +495,57 @@ def cell_name(e):
 
 
 def sections(doc):
-    return [http_table(doc), pingpong_table(doc)]
+    return [platforms_table(doc), http_table(doc), pingpong_table(doc)]
+
+
+PLATFORM = {"stock": "stock dockerd", "patched": "patched dockerd", "charliecloud": "charliecloud (ch-run)"}
+
+
+def platforms_table(doc):
+    """Seed 002's platforms side by side, where a suite has a peer of
+    another system (charliecloud): the cpu hash and the ping-pong round
+    trip natively and on each platform, each platform against the native
+    runs of its own test host (paired by repetition)."""
+    es = [e for e in doc["results"] if e.get("scenario") in ("cpu", "pingpong")]
+    flavours = _flavours(es)
+    if all(systems.name_of(f) == "dockerd" for f in flavours):
+        return ""
+    cpu, pp = _entries(doc, "cpu"), _entries(doc, "pingpong")
+    pls = [p for p in _placements(pp) if p != "native"]
+    head = ["platform"] + (["cpu: hash (s)", "/ native [95% CI]"] if cpu else [])
+    for p in pls:
+        head += [f"ping-pong {p}: p50 (µs)", "/ native [95% CI]"]
+    rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    native = ["native (each test host's own process)"]
+    if cpu:
+        native += [fmt_v(median_of([x for f in flavours for x in _samples(cpu, f, "native", "times_s")]), "s"), "1"]
+    for _ in pls:
+        native += [fmt_v(median_of([x for f in flavours for x in _samples(pp, f, "native", "p50_us")]), "µs"), "1"]
+    rows.append("| " + " | ".join(native) + " |")
+    for f in flavours:
+        cells = [PLATFORM.get(f, f)]
+        if cpu:
+            got = _samples(cpu, f, "container", "times_s")
+            cells += [fmt_v(median_of(got), "s"),
+                      versus(_samples(cpu, f, "container", "times_s", True), _samples(cpu, f, "native", "times_s", True),
+                             True)]
+        for p in pls:
+            got = _samples(pp, f, p, "p50_us")
+            cells += [fmt_v(median_of(got), "µs") if got else "-",
+                      versus(_samples(pp, f, p, "p50_us", True), _samples(pp, f, "native", "p50_us", True), True)]
+        rows.append("| " + " | ".join(cells) + " |")
+    ch = (doc.get("daemons") or {}).get("charliecloud") or {}
+    out = ["## Platforms side by side (seed 002)", "",
+           "The same programs natively and on each platform: the cpu hash (the same busybox) in a container, and "
+           "ping-pong round trips between two containers (bridge: at the server's address; host: over loopback "
+           "on the host network). Medians of the repetitions; \"/ native\" is each platform against the native "
+           "runs in its own test host, paired by repetition (uncorrected p). The summary puts patched against "
+           "stock, and against each peer, with the paired statistics."
+           + (f" charliecloud is ch-run {ch.get('version')} on a root file system unpacked from the image the "
+              "dockerd hosts load, each container a ch-run command in its test host's network namespace (the host "
+              "network: it has no other), started and ended with it; docker's cpu hash runs by docker exec in a "
+              "running container." if ch else ""), ""]
+    return "\n".join(out + rows) + "\n"
 
 
 def plots(doc, outdir, plt):
@@ -491,6 +555,11 @@ def plots(doc, outdir, plt):
 PLACEMENT_NOTE = {"native": "a process in the test host", "bridge": "container on the bridge, at its address",
                   "published": "container on the bridge, at 127.0.0.1 through a published port",
                   "host": "container on the host network"}
+
+
+def _flavours(es):
+    """The flavours of entries es, in the order reports show them (ab.systems)."""
+    return [f for f in systems.flavours() if any(e["flavor"] == f for e in es)]
 
 
 def _entries(doc, scenario, **match):
@@ -508,12 +577,17 @@ def _against(es, flavours, pl, key, lower_is_better):
     then each flavour against its native run ("1" for native itself)."""
     got = {f: _samples(es, f, pl, key, True) for f in flavours}
     cells = []
-    if len(flavours) == 2:
+    if _ab(flavours):
         cells.append(versus(got["patched"], got["stock"], lower_is_better))
     for f in flavours:
         native = _samples(es, f, "native", key, True)
         cells.append("1" if pl == "native" and native else versus(got[f], native, lower_is_better))
     return cells
+
+
+def _ab(flavours):
+    """Whether both dockerd flavours are there (a patched/stock column)."""
+    return "stock" in flavours and "patched" in flavours
 
 
 def _samples(es, flavour, placement, field, by_rep=False):
@@ -532,10 +606,10 @@ def http_table(doc):
     if not es:
         return ""
     seed = (doc.get("seed") or {}).get("http_rps") or {}
-    flavours = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
+    flavours = _flavours(es)
     endpoints = list(dict.fromkeys(e.get("endpoint") or "/" for e in es))
     head = ["endpoint", "placement"] + [f"{f} req/s" for f in flavours]
-    head += ["patched/stock [95% CI]"] if len(flavours) == 2 else []
+    head += ["patched/stock [95% CI]"] if _ab(flavours) else []
     head += [f"{f} / native [95% CI]" for f in flavours] + ["seed req/s", "seed / native"]
     rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     lat = ["| endpoint | placement | " + " | ".join(f"{f} mean / p50 / p99 (ms)" for f in flavours) + " |",
@@ -576,9 +650,9 @@ def pingpong_table(doc):
     if not es:
         return ""
     mp = (doc.get("seed") or {}).get("message_passing") or {}
-    flavours = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
+    flavours = _flavours(es)
     head = ["placement"] + [f"{f} mean / p50 / p99 (µs)" for f in flavours]
-    head += ["patched/stock, p50 [95% CI]"] if len(flavours) == 2 else []
+    head += ["patched/stock, p50 [95% CI]"] if _ab(flavours) else []
     head += [f"{f} / native, p50 [95% CI]" for f in flavours]
     head += ["seed: Docker / bare metal"] if mp else []
     rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
@@ -638,7 +712,7 @@ def plot_placements(doc, outdir, plt):
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4), squeeze=False)
     for ax, (title, es, field, lower, sd, seed_label) in zip(axes[0], panels):
         pls = _placements(es)
-        flavours = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
+        flavours = _flavours(es)
         series = [(f, f"C{i}") for i, f in enumerate(flavours)]
         has_seed = any(isinstance(sd.get(p), (int, float)) for p in pls if p != "native")
         width = 0.8 / (len(series) + (1 if has_seed else 0))

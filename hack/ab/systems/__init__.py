@@ -2,7 +2,8 @@
 system, each with:
 
   FLAVOURS          the [flavor.<name>] tables it runs (dockerd: stock and
-                    patched; containerd: containerd; podman: podman)
+                    patched; containerd: containerd; podman: podman;
+                    charliecloud: charliecloud)
   TABLE_KEYS        the keys such a table takes
   validate(v, w, t, name)  check table t (at w) beyond the keys every flavour
                     has, return its daemon settings (v: suite.Validator)
@@ -11,14 +12,24 @@ system, each with:
                     a host object (below)
   record(h, flavour)  what results.json says the host ran with (version,
                     binary, image store, the settings given)
-  pull_command(h, refs)  the shell command a cold pull times: every ref at once
-  cold_command(h, refs)  the shell command that removes the refs' images and
-                    their content, and fails when anything of them is left
+
+A system the pull kind measures (dockerd, containerd, podman) also has
+pull_command(h, refs) (the shell command a cold pull times: every ref at
+once) and cold_command(h, refs) (the shell command that removes the refs'
+images and their content, and fails when anything of them is left).
 
 A system that runs containers (dockerd, podman: the checkpoint kind's) also
 has run_container(h, name, image, args), logs(h, name, tail),
 checkpoint(h, name, cp, leave_running) and restore(h, name, cp) (the calls
 the kind times; completed processes), stop(h, name), remove(h, names).
+A system the overhead kind measures (dockerd, charliecloud) has WORKLOADS
+(those of the kind's it runs), NETWORKS (its containers' placements besides
+native: dockerd bridge, published and host; charliecloud host),
+shell(h, image, name) (a context manager: the command prefix that runs a
+command in a container of image) and pingpong(h, name, image, net, server,
+client, cpus, log) (a server and a client(address) in containers placed on
+net: the client's completed process, the server gone when it returns).
+
 dockerd also has DEFAULTS and is_default(params): which stock entry is
 stock as shipped (the reports' "stock default").
 
@@ -32,7 +43,7 @@ The core (suite, runner) asks a flavour's system for these; a kind says
 which systems it can measure (kinds.<kind>.SYSTEMS)."""
 import importlib
 
-NAMES = ("dockerd", "containerd", "podman")
+NAMES = ("dockerd", "containerd", "podman", "charliecloud")
 
 
 def get(name):

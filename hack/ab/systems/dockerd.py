@@ -2,7 +2,10 @@
 (hosts.Daemon over hack/daemon.sh). A flavour's daemon table is daemon.json
 keys merged over the test host's; binary picks the dockerd it runs (an A/A
 run runs stock in both). Its containers (the checkpoint kind) are docker's:
-run, logs, checkpoint create, start --checkpoint, rm."""
+run, logs, checkpoint create, start --checkpoint, rm; the overhead kind's
+are docker's too (exec into a running container; run on a network)."""
+import contextlib
+
 from .. import hosts
 
 FLAVOURS = ("stock", "patched")
@@ -16,6 +19,10 @@ def is_default(params):
     params = params or {}
     return set(params) <= set(DEFAULTS) and all(params.get(k, v) == v for k, v in DEFAULTS.items())
 TABLE_KEYS = ("daemon", "binary")
+# the overhead kind: every workload it has, and its containers' placements
+# (kinds/overhead.py NETWORKS) besides native
+WORKLOADS = ("run", "cpu", "http", "files", "pingpong")
+NETWORKS = ("bridge", "published", "host")
 
 
 def validate(v, w, t, name):
@@ -82,3 +89,40 @@ def restore(d, name, cp):
 
 def remove(d, names):
     d.docker("rm", "-f", *names, check=False)
+
+
+# --- the overhead kind's workloads ----------------------------------------------
+
+@contextlib.contextmanager
+def shell(d, image, name):
+    """The command prefix that runs a command in a container of image:
+    docker exec into container name, started for it and removed after."""
+    d.docker("run", "-d", "--name", name, image, "sleep", "3600")
+    try:
+        yield f"docker exec {name}"
+    finally:
+        d.docker("rm", "-f", name, check=False)
+
+
+def ip_of(d, name):
+    """A container's address on its network."""
+    return d.docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                    name).stdout.strip()
+
+
+def pingpong(d, name, image, net, server, client, cpus, log=None):
+    """server (argv) in container name of image on network net (bridge or
+    host), then client(the server's address) in another, pinned to cpus
+    (server's, client's; None: not pinned): the client's completed process
+    (or the server's failed start). Container name is removed before it
+    returns."""
+    net_args = ["--network", "host"] if net == "host" else []
+    cpuset = lambda cpu: ["--cpuset-cpus", cpu] if cpu is not None else []
+    try:
+        p = d.docker("run", "-d", "--name", name, *net_args, *cpuset(cpus[0]), image, *server, check=False)
+        if p.returncode == 0:
+            ip = ip_of(d, name) if net == "bridge" else "127.0.0.1"
+            p = d.docker("run", "--rm", *net_args, *cpuset(cpus[1]), image, *client(ip), check=False)
+        return p
+    finally:
+        d.docker("rm", "-f", name, check=False)

@@ -16,6 +16,7 @@ import zlib
 from unittest import mock
 
 from ab import hosts, results, zns
+from ab.systems import charliecloud as systems_charliecloud
 from ab.systems import containerd as systems_containerd
 from ab.systems import podman as systems_podman
 
@@ -45,6 +46,9 @@ class World:
         self.configs = {}  # flavour -> configurations written after the first (podman)
         self.podman_calls = []  # podman's arguments, in order
         self.downs = []  # the hosts taken down
+        self.ch_run_calls = []  # ch-run's command lines (but hyperfine's), in order
+        self.containers = set()  # (flavour, name) of containers started and not removed
+        self.started = []  # (flavour, name) of every container started, in order
 
     def push(self, repo, tag, layers, seed):
         ref = f"{hosts.REGISTRY}/{repo}:{tag}"
@@ -84,6 +88,8 @@ class World:
             flavour = "containerd"
         if (env or {}).get("CONTAINERS_CONF"):
             flavour = "podman"
+        if any("/ab-charliecloud" in a for a in args):
+            flavour = "charliecloud"
         if args[0] == "hyperfine":
             cmd = args[-1].replace(self.var, "$VAR")  # the same command in every run
             pulls = "docker pull" in cmd or "image pull" in cmd or "podman pull" in cmd
@@ -112,6 +118,12 @@ class World:
             rest = args[2:]
             if rest[0] == "taskset":
                 rest = rest[3:]
+            if os.path.basename(rest[0]) == "ch-run":  # a container: ch-run [options] ROOTFS -- argv
+                self.ch_run_calls.append(rest)
+                rest = rest[rest.index("--") + 1:]
+                if rest[0] == "pingpong":
+                    return self.pingpong(flavour, "host")
+                return self.done()
             if rest[0] == "curl":
                 return self.done()
             if rest[0] == "wrk":
@@ -172,10 +184,17 @@ Transfer/sec:      4.19MB
                 return self.done(out=json.dumps(r) + "\n")
             return self.done()
         if args[0] == "run":
-            _, _, bad = self.value("run", f, args[args.index("--name") + 1], 0, 0)
+            name = args[args.index("--name") + 1]
+            _, _, bad = self.value("run", f, name, 0, 0)
             if bad:
                 raise hosts.HostError("docker run -d...: Bind for 0.0.0.0:3000 failed: port is already allocated")
+            self.containers.add((f, name))
+            self.started.append((f, name))
             return self.done(out="0123456789ab\n")
+        if args[0] == "rm":
+            for name in args[1:]:
+                self.containers.discard((f, name))
+            return self.done()
         if args[0] == "logs":
             name = args[-1]
             if "--tail" in args:
@@ -258,7 +277,7 @@ class FakePodman:
         """Its containers, answered as the World answers docker's."""
         args = [str(a) for a in args]
         self.world.podman_calls.append(args)
-        if args[0] in ("run", "logs"):
+        if args[0] in ("run", "logs", "rm"):
             return self.world.docker(self, args)
         if args[:2] == ["container", "checkpoint"]:
             return self.world.docker(self, ["checkpoint", "create", args[-1], "cp"])
@@ -276,6 +295,32 @@ class FakePodman:
         path = os.path.join(self.world.var, "podman")
         os.makedirs(path, exist_ok=True)
         return path
+
+
+class FakeCharliecloud(systems_charliecloud.Charliecloud):
+    """systems.charliecloud.Charliecloud with a pretend namespace and root
+    file systems: its commands are the real ones, answered by the World."""
+
+    def __init__(self, world, flavour):
+        super().__init__(flavour)
+        self.world = world
+
+    def up(self, config, images):
+        self.version, self.package = "0.31", "0.31-1"
+        self.config = dict(config)
+        for img in images:
+            self.images[f"ab/{img}"] = {
+                "archive": f"build/images/{img}.tar", "sha256": "sha256:" + "%064x" % zlib.crc32(img.encode()),
+                "config_digest": "sha256:" + "c" * 64, "layers": ["sha256:" + "d" * 64], "bytes": 1 << 20,
+                "env": ["PATH=/usr/local/bin:/bin"], "path": self.rootfs(img)}
+
+    def down(self, keep=None):
+        for p in list(self.servers):
+            self.stop(p)
+        self.world.downs.append(self.flavour)
+
+    def vardir(self):
+        return "/var/lib/moby-ab/charliecloud"  # never made: the same in every run
 
 
 class FakeDaemon:
@@ -381,6 +426,7 @@ def pretend(fail=()):
         mock.patch.object(hosts, "Daemon", lambda flavour: FakeDaemon(world, flavour)),
         mock.patch.object(systems_containerd, "Containerd", lambda flavour: FakeContainerd(world, flavour)),
         mock.patch.object(systems_podman, "Podman", lambda flavour: FakePodman(world, flavour)),
+        mock.patch.object(systems_charliecloud, "Charliecloud", lambda flavour: FakeCharliecloud(world, flavour)),
         mock.patch.object(hosts, "build_images", lambda *a: None),
         mock.patch.object(hosts, "registry_up", lambda: None),
         mock.patch.object(hosts, "registry_down", lambda: None),

@@ -29,6 +29,7 @@ FIXTURES = {
     "checkpoint-freeze": {("runc", "runc", "id-abcp-app-floor", 1)},
     "overhead": {("wrk", "stock", "http://127.0.0.1:3000/cpu", 1), ("pingpong", "patched", "bridge", 0),
                  ("run", "patched", "abov-http-published", 0)},
+    "overhead-peers": {("pingpong", "charliecloud", "host", 2)},
     "cpuquota": {("readfiles", "stock", ("0.6", "workers", "2"), 1)},
     "zns": set(),
     "zns-scan": set(),

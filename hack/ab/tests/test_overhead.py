@@ -1,8 +1,11 @@
 """kind = "overhead" (seeds 002 and 004): the http and pingpong tables,
 wrk's output, and the report that puts the seeds' numbers beside ours."""
 import os
+import shutil
+import tempfile
 import unittest
 
+from ab import suite
 from ab.kinds import overhead
 from ab.tests.docs import results_doc, write_report
 from ab.tests.test_cpuquota import CPUQUOTA
@@ -189,3 +192,21 @@ class WrkErrorsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ContainersTest(unittest.TestCase):
+    def test_every_container_started_is_removed(self):
+        """The golden overhead suite on the pretend machine: every container
+        a workload starts detached (cpu's, files', http's servers,
+        pingpong's) is removed, also where a sample failed."""
+        from ab import runner
+        from ab.tests import fakehosts, test_golden
+        out = tempfile.mkdtemp(prefix="ab-ov-")
+        self.addCleanup(shutil.rmtree, out, True)
+        with fakehosts.pretend(test_golden.FIXTURES["overhead"]) as world:
+            s = suite.load(os.path.join(test_golden.GOLDEN, "overhead.toml"))
+            runner.Runner(s, out).run()
+        names = {n for _, n in world.started}
+        self.assertEqual(names, {"abov-cpu", "abov-files", "abov-http-bridge", "abov-http-published",
+                                 "abov-pp-bridge", "abov-pp-host"})
+        self.assertEqual(world.containers, set())

@@ -9,7 +9,7 @@ import tempfile
 import unittest
 
 from ab import hosts, report, runner, suite, systems
-from ab.systems import containerd, dockerd, podman
+from ab.systems import charliecloud, containerd, dockerd, podman
 from ab.tests import fakehosts
 from ab.tests.test_suite import GOOD, SuiteErrors, load
 
@@ -24,17 +24,26 @@ daemon = [
 
 class SystemsTest(unittest.TestCase):
     def test_every_flavour_has_one_system(self):
-        self.assertEqual(systems.flavours(), ("stock", "patched", "containerd", "podman"))
+        self.assertEqual(systems.flavours(), ("stock", "patched", "containerd", "podman", "charliecloud"))
         self.assertEqual([systems.name_of(f) for f in systems.flavours()],
-                         ["dockerd", "dockerd", "containerd", "podman"])
+                         ["dockerd", "dockerd", "containerd", "podman", "charliecloud"])
         self.assertIs(systems.of("containerd"), containerd)
         self.assertIs(systems.of("podman"), podman)
-        self.assertEqual(report.PEERS, ("containerd", "podman"))
+        self.assertIs(systems.of("charliecloud"), charliecloud)
+        self.assertEqual(report.PEERS, ("containerd", "podman", "charliecloud"))
         with self.assertRaises(KeyError):
-            systems.name_of("charliecloud")
+            systems.name_of("singularity")
         for m in systems.every():
-            for attr in ("FLAVOURS", "TABLE_KEYS", "validate", "start", "record", "pull_command", "cold_command"):
+            for attr in ("FLAVOURS", "TABLE_KEYS", "validate", "start", "record"):
                 self.assertTrue(hasattr(m, attr), f"{m.__name__} lacks {attr}")
+        # what each kind measures has what the kind calls
+        from ab import kinds
+        calls = {"pull": ("pull_command", "cold_command"), "overhead": ("WORKLOADS", "NETWORKS", "shell", "pingpong"),
+                 "checkpoint": ("run_container", "logs", "checkpoint", "restore", "stop", "remove")}
+        for kind, attrs in calls.items():
+            for name in kinds.get(kind).SYSTEMS:
+                for attr in attrs:
+                    self.assertTrue(hasattr(systems.get(name), attr), f"{name} lacks {attr} ({kind})")
 
 
 class ContainerdSuiteTest(SuiteErrors, unittest.TestCase):
