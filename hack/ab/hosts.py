@@ -166,6 +166,19 @@ def registry_down():
     sh(os.path.join(HACK, "registry.sh"), "down", check=False)
 
 
+def stop_process(p, timeout=10):
+    """End p, a process the harness started, by its PID: TERM, then KILL
+    if it has not ended within timeout seconds."""
+    if p is None or p.poll() is not None:
+        return
+    p.terminate()
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
 class RegistryProxy:
     """hack/faultreg.py at REGISTRY_PROXY in the registry's namespace, in
     front of the registry, started with args (e.g. ["--conn-rate",
@@ -193,13 +206,7 @@ class RegistryProxy:
         raise HostError(f"the registry proxy did not start (log: {self.log})")
 
     def __exit__(self, *exc):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         return False
 
 

@@ -300,15 +300,7 @@ def native(r, d, argv, cwd=None):
         log.close()
 
 
-def stop_native(p):
-    if p is None or p.poll() is not None:
-        return
-    p.terminate()
-    try:
-        p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+stop_native = hosts.stop_process
 
 
 ip_of = dockerd.ip_of  # http's placements are docker's

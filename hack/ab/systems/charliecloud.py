@@ -175,14 +175,7 @@ class Charliecloud:
         """End p, a process start() started, by its PID: TERM, then KILL."""
         if p in self.servers:
             self.servers.remove(p)
-        if p.poll() is not None:
-            return
-        p.terminate()
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        hosts.stop_process(p)
 
     def remove(self):
         """The namespace and vardir(), if there."""
