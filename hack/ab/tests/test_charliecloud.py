@@ -227,6 +227,16 @@ class UnpackTest(unittest.TestCase):
             f.write(mkimage.build("ab/test:latest", list(layers), {"Env": list(env)}))
         return path
 
+    def blobs_archive(self, name, blobs):
+        """An image archive of blobs {member name: bytes}, as given."""
+        path = os.path.join(self.d, name)
+        with tarfile.open(path, "w") as t:
+            for n, b in blobs.items():
+                ti = tarfile.TarInfo(n)
+                ti.size = len(b)
+                t.addfile(ti, io.BytesIO(b))
+        return path
+
     def rootfs(self):
         dest = os.path.join(self.d, "rootfs")
         shutil.rmtree(dest, ignore_errors=True)
@@ -322,29 +332,16 @@ class UnpackTest(unittest.TestCase):
         # the layer's bytes changed, its name kept
         name = m["Layers"][0]
         blobs[name] = gzip.compress(layer(("bin", D, None, 0o755)), mtime=0)
-        for what, regex in ((blobs, r"layer sha256:[0-9a-f]{64}: its bytes do not have its digest"),):
-            path = os.path.join(self.d, "tampered.tar")
-            with tarfile.open(path, "w") as t:
-                for n, b in what.items():
-                    ti = tarfile.TarInfo(n)
-                    ti.size = len(b)
-                    t.addfile(ti, io.BytesIO(b))
-            with self.assertRaisesRegex(cc.UnpackError, regex):
-                cc.unpack(path, self.rootfs())
+        with self.assertRaisesRegex(cc.UnpackError, r"layer sha256:[0-9a-f]{64}: its bytes do not have its digest"):
+            cc.unpack(self.blobs_archive("tampered.tar", blobs), self.rootfs())
         # a blob path that is not a digest, a manifest of two images, a blob
         # the archive does not have
         for manifest, regex in (([dict(m, Layers=["../../etc/passwd"])], r"is not blobs/sha256/<digest>"),
                                 ([m, m], r"want one image"),
                                 ([dict(m, Layers=["blobs/sha256/" + "0" * 64])], r"no blobs/sha256/0{64} in the archive")):
             blobs["manifest.json"] = json.dumps(manifest).encode()
-            path = os.path.join(self.d, "bad.tar")
-            with tarfile.open(path, "w") as t:
-                for n, b in blobs.items():
-                    ti = tarfile.TarInfo(n)
-                    ti.size = len(b)
-                    t.addfile(ti, io.BytesIO(b))
             with self.assertRaisesRegex(cc.UnpackError, regex):
-                cc.unpack(path, self.rootfs())
+                cc.unpack(self.blobs_archive("bad.tar", blobs), self.rootfs())
 
     def test_bounded(self):
         with mock.patch.object(cc, "MAX_BYTES", 10):
