@@ -126,7 +126,7 @@ def summarise(pull, rate=None, conn_rate=None, bin_s=BIN):
         if n > most:
             most, first_most = n, t
     n = 0
-    for i, (t, d) in enumerate(events):
+    for t, d in events:
         if n == most:  # the interval [previous event, t) had the most open
             last_most = t
         n += d
@@ -164,14 +164,34 @@ def summarise(pull, rate=None, conn_rate=None, bin_s=BIN):
     return row
 
 
+def by_host(rows):
+    """rows grouped by host, in the order the hosts first pulled."""
+    out = {}
+    for r in rows:
+        out.setdefault(r["host"], []).append(r)
+    return out
+
+
 def median_pull(rows):
     """The pull of median duration (the lower one of an even count)."""
     s = sorted(rows, key=lambda r: r["duration_s"])
     return s[(len(s) - 1) // 2]
 
 
-def fmt(x, unit=" s"):
-    return "-" if x is None else f"{x:.2f}{unit}"
+def fmt(x):
+    return "-" if x is None else f"{x:.2f} s"
+
+
+def cells(r, sent=True):
+    """A row's columns from its duration on, as the tables show them
+    (sent: with the MiB sent)."""
+    out = [fmt(r["duration_s"]), str(r["requests"]), str(r["ranges"])]
+    if sent:
+        out.append(f"{r['bytes'] / 2**20:.1f}")
+    out += [str(r["connections"]), str(r["most_open"])]
+    out += [fmt(r[k]) for k in ("first_range_s", "most_open_from_s", "most_open_until_s", "tail_s",
+                                "link_floor_s", "cap_floor_s")]
+    return out
 
 
 def markdown(rows, log, rate=None, conn_rate=None):
@@ -188,16 +208,10 @@ def markdown(rows, log, rate=None, conn_rate=None):
     hdr = ("| host | pull | duration | requests | ranges | MiB sent | connections | most open | "
            "first range | most open from | until | tail | link floor | cap floor |")
     out += ["## Each host's median pull", "", hdr, "|" + " --- |" * 14]
-    by_host = {}
-    for r in rows:
-        by_host.setdefault(r["host"], []).append(r)
 
     def line(r, label):
-        return (f"| {r['host']} | {label} | {fmt(r['duration_s'])} | {r['requests']} | {r['ranges']} | "
-                f"{r['bytes'] / 2**20:.1f} | {r['connections']} | {r['most_open']} | {fmt(r['first_range_s'])} | "
-                f"{fmt(r['most_open_from_s'])} | {fmt(r['most_open_until_s'])} | {fmt(r['tail_s'])} | "
-                f"{fmt(r['link_floor_s'])} | {fmt(r['cap_floor_s'])} |")
-    for host, rs in by_host.items():
+        return "| " + " | ".join([r["host"], label] + cells(r)) + " |"
+    for host, rs in by_host(rows).items():
         m = median_pull(rs)
         out.append(line(m, f"median of {len(rs)}: #{rows.index(m) + 1}"))
     out += ["", "## Every pull", "", hdr, "|" + " --- |" * 14]
@@ -210,11 +224,9 @@ def plot(rows, path, rate=None, conn_rate=None):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    by_host = {}
-    for r in rows:
-        by_host.setdefault(r["host"], []).append(r)
-    fig, axes = plt.subplots(len(by_host), 1, figsize=(8, 2.4 * len(by_host)), squeeze=False, sharex=True)
-    for ax, (host, rs) in zip(axes[:, 0], by_host.items()):
+    hosts = by_host(rows)
+    fig, axes = plt.subplots(len(hosts), 1, figsize=(8, 2.4 * len(hosts)), squeeze=False, sharex=True)
+    for ax, (host, rs) in zip(axes[:, 0], hosts.items()):
         m = median_pull(rs)
         b = m["bins"]
         t = [i * b["bin_s"] for i in range(len(b["open"]))]
@@ -242,7 +254,7 @@ def plot(rows, path, rate=None, conn_rate=None):
 def document(rows, log, rate, conn_rate, gap):
     """timeline.json: every pull's row; bins only for each host's median
     pull (the one the plot draws)."""
-    medians = {id(median_pull([r for r in rows if r["host"] == h])) for h in {r["host"] for r in rows}}
+    medians = {id(median_pull(rs)) for rs in by_host(rows).values()}
     return {"log": os.path.basename(log), "rate_bits_per_s": rate, "conn_rate_bits_per_s": conn_rate,
             "gap_s": gap, "pulls": [r if id(r) in medians else {k: v for k, v in r.items() if k != "bins"}
                                     for r in rows]}
@@ -271,9 +283,8 @@ def write(rows, log, outdir, rate=None, conn_rate=None, gap=GAP):
 def medians(rows):
     """Each host's median pull's row, without its bins, in the order the
     hosts first pulled."""
-    hosts = list(dict.fromkeys(r["host"] for r in rows))
-    return [{k: v for k, v in median_pull([r for r in rows if r["host"] == h]).items() if k != "bins"}
-            | {"pulls": sum(r["host"] == h for r in rows)} for h in hosts]
+    return [{k: v for k, v in median_pull(rs).items() if k != "bins"} | {"pulls": len(rs)}
+            for rs in by_host(rows).values()]
 
 
 def main(argv=None):

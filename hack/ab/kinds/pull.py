@@ -420,11 +420,8 @@ def timeline_table(doc):
              "most open from | until | tail | link floor | cap floor |",
              "|" + " --- |" * 14]
     for label, sub, m in rows:
-        f = ab_timeline.fmt
-        lines.append(f"| {label} ([timeline]({sub}/timeline.md)) | {m['host']} | {m['pulls']} | {f(m['duration_s'])} | "
-                     f"{m['requests']} | {m['ranges']} | {m['connections']} | {m['most_open']} | "
-                     f"{f(m['first_range_s'])} | {f(m['most_open_from_s'])} | {f(m['most_open_until_s'])} | "
-                     f"{f(m['tail_s'])} | {f(m['link_floor_s'])} | {f(m['cap_floor_s'])} |")
+        lines.append("| " + " | ".join([f"{label} ([timeline]({sub}/timeline.md))", m["host"], str(m["pulls"])]
+                                        + ab_timeline.cells(m, sent=False)) + " |")
     return "\n".join(lines) + "\n"
 
 
