@@ -48,13 +48,19 @@ FAKE_DOCKER = textwrap.dedent('''\
 ''').format(python=sys.executable)
 
 
+def fake_docker(d):
+    """FAKE_DOCKER as the executable d/docker."""
+    docker = os.path.join(d, "docker")
+    with open(docker, "w") as f:
+        f.write(FAKE_DOCKER)
+    os.chmod(docker, 0o755)
+    return docker
+
+
 class WorkloadTest(unittest.TestCase):
     def test_a_run_gives_a_trace_with_deletes_and_removals(self):
         with tempfile.TemporaryDirectory() as d:
-            docker = os.path.join(d, "docker")
-            with open(docker, "w") as f:
-                f.write(FAKE_DOCKER)
-            os.chmod(docker, 0o755)
+            docker = fake_docker(d)
             w = zns_record.Workload(6, 3.0, seed=3, docker=docker, out=io.StringIO(), intervals=(0.2, 0.3, 0.5),
                                     replace=0.5)
             doc = w.run()
@@ -90,10 +96,7 @@ class WorkloadTest(unittest.TestCase):
         # As hack/zns-record.sh runs it: seconds without a unit, docker
         # from PATH; what it did on standard output.
         with tempfile.TemporaryDirectory() as d:
-            docker = os.path.join(d, "docker")
-            with open(docker, "w") as f:
-                f.write(FAKE_DOCKER)
-            os.chmod(docker, 0o755)
+            docker = fake_docker(d)
             path = os.environ["PATH"]
             os.environ["PATH"] = d + os.pathsep + path
             out, err = io.StringIO(), io.StringIO()
