@@ -300,9 +300,6 @@ def native(r, d, argv, cwd=None):
         log.close()
 
 
-stop_native = hosts.stop_process
-
-
 ip_of = dockerd.ip_of  # http's placements are docker's
 
 
@@ -388,7 +385,7 @@ def measure_http(r, d, rep, prog):
                           + (f"{w['rps']:.0f} req/s, p50 {w['p50_s'] * 1e3:.2f} ms" if w.get("rps") is not None
                              else f"FAILED {err}"))
         finally:
-            stop_native(proc)
+            hosts.stop_process(proc)
             if name:
                 d.docker("rm", "-f", name, check=False)
 
@@ -461,7 +458,7 @@ def measure_pingpong(r, d, rep, prog):
                       + (f"p50 {res['p50_us']:.1f} us, mean {res['mean_us']:.1f} us, p99 {res['p99_us']:.1f} us"
                          if res else f"FAILED {err}"))
         finally:
-            stop_native(proc)
+            hosts.stop_process(proc)
 
 
 MEASURE = {"run": measure_run, "cpu": measure_cpu, "files": measure_files, "http": measure_http,
