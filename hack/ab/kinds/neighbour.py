@@ -135,7 +135,7 @@ def run(r):
             out = os.path.join(r.tmp, "neighbour.json")
             nb, _, _, _ = neighbour_run(work, out, seconds=n.idle, commit=n.commit)
             r.results.add(Cell("idle", scenario="neighbour", container="idle"), nb["runtime_s"], None, rep=rep,
-                          **fields(nb, None))
+                          **fields(nb, None, series=rep == 0))
             prog.step(f"neighbour idle rep {rep + 1}: commit p99 {nb['commit']['p99_ms']:.2f} ms")
             for f, params in interleave(variants, rep):
                 d = r.daemons[f]
@@ -179,11 +179,15 @@ def checkpoint(d, name, cp):
 def fields(nb, rows, c0=None, c1=None, series=False):
     """The values kept per sample: the neighbour's commit and read latencies,
     its commits per second, the disk's worst one-second write rate during
-    the checkpoint, and (series) the disk's write rate over time."""
+    the checkpoint, and (series) the disk's write rate and the neighbour's
+    commit windows over time (neighbour_series)."""
     c, rd = (nb or {}).get("commit") or {}, (nb or {}).get("read") or {}
     out = {"p50_ms": c.get("p50_ms"), "p99_ms": c.get("p99_ms"), "max_ms": c.get("max_ms"),
            "commits_per_s": round(c["n"] / nb["runtime_s"], 1) if c.get("n") and nb.get("runtime_s") else None,
-           "read_p99_ms": rd.get("p99_ms"), "disk_worst_1s_bytes_per_s": None, "disk_series": None}
+           "read_p99_ms": rd.get("p99_ms"), "disk_worst_1s_bytes_per_s": None, "disk_series": None,
+           "neighbour_series": None}
+    if series and nb and nb.get("windows") is not None:
+        out["neighbour_series"] = neighbour_series(nb, c0, c1)
     if rows and c0 is not None:
         sys.path.insert(0, hosts.HACK)
         try:
@@ -197,6 +201,19 @@ def fields(nb, rows, c0=None, c1=None, series=False):
             out["disk_series"] = [[round(t1 - c0, 2), round((w1 - w0) * 512 / (t1 - t0) / 2**20, 1)]
                                   for (t0, w0), (t1, w1) in zip(rows, rows[1:]) if t1 > t0]
     return out
+
+
+def neighbour_series(nb, c0=None, c1=None):
+    """The neighbour's commit windows (neighbour_io.Windows) on the
+    checkpoint's time axis, 0 s its start (without a checkpoint, the
+    neighbour's own start): {"window_s", "commit_bytes", "checkpoint_s":
+    [start, end] or None, "truncated", "windows": [[start s, n, p50 ms,
+    p99 ms, longest ms], ...]}."""
+    off = nb["start_unix"] - (c0 if c0 is not None else nb["start_unix"])
+    return {"window_s": nb["window_s"], "commit_bytes": nb.get("commit_bytes"),
+            "checkpoint_s": [0.0, round(c1 - c0, 3)] if c0 is not None and c1 is not None else None,
+            "truncated": bool(nb.get("windows_truncated")),
+            "windows": [[round(w[0] + off, 3)] + list(w[1:]) for w in nb["windows"]]}
 
 
 # --- the report -------------------------------------------------------------
