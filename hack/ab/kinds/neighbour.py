@@ -12,8 +12,12 @@ at several checkpoint-write-bandwidth settings in one run.
 A cell is one variant: scenario "neighbour", container the holder's size.
 Its times are the checkpoint's; what the summary compares is the
 neighbour's p99 commit latency during it (p99_ms, lower is better), per
-repetition against stock's; the sections put every variant against the
-neighbour alone, and plot the disk's write rate over time."""
+repetition against stock's; the section puts every variant's checkpoint
+time and the neighbour's p50, p99 and longest commit against the
+neighbour alone (table_rows), and the plots show, for the first
+repetition, the disk's write rate over time (neighbour-disk.png) and per
+variant the neighbour's commit latency in 100 ms windows beside it, the
+checkpoint's start and end marked (neighbour-timeline.png, timeline)."""
 import json
 import os
 import subprocess
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 
 from .. import hosts, stats, suite, units
 from ..measure import Progress, interleave
-from ..report import fmt_ratio, label
+from ..report import failed, fmt_ratio, label
 from ..results import Cell
 from .checkpoint import Container, cleanup, start_container
 
@@ -233,31 +237,97 @@ def _by_rep(e, k):
     return {rep: v for rep, v in enumerate(vals) if v is not None}
 
 
-def sections(doc):
+def _median(xs):
+    return (stats.summary([x for x in xs or [] if x is not None]) or {}).get("median")
+
+
+# the neighbour's values put against the neighbour alone: (field, its name in the table)
+AGAINST_ALONE = (("p50_ms", "p50"), ("p99_ms", "p99"), ("max_ms", "longest"))
+
+
+def table_rows(doc):
+    """Per entry (the neighbour alone first where it ran): its name, n (the
+    samples measured), failed, the checkpoint's median time (s, None for
+    the neighbour alone), the medians of the neighbour's commit p50, p99
+    and longest commit (ms), the longest of all its repetitions (worst_ms),
+    read p99, commits/s, the disk's worst second (MiB/s), and vs_alone:
+    for p50_ms, p99_ms and max_ms the paired comparison (stats.paired, by
+    repetition) against the neighbour alone (None for the neighbour alone
+    or without it)."""
     idle = next((e for e in doc["results"] if e["flavor"] == "idle"), None)
+    out = []
+    for e in sorted(doc["results"], key=lambda e: e is not idle):
+        dw = _median(e.get("disk_worst_1s_bytes_per_s"))
+        longest = [x for x in e.get("max_ms") or [] if x is not None]
+        out.append({
+            "entry": e, "name": cell_name(e) if e is idle else f"{e['flavor']}: {cell_name(e)}",
+            "n": len(e.get("times_s") or []), "failed": failed(e),
+            "checkpoint_s": None if e is idle else _median(e.get("times_s")),
+            "p50_ms": _median(e.get("p50_ms")), "p99_ms": _median(e.get("p99_ms")),
+            "max_ms": _median(longest), "worst_ms": max(longest) if longest else None,
+            "read_p99_ms": _median(e.get("read_p99_ms")), "commits_per_s": _median(e.get("commits_per_s")),
+            "disk_mib_s": None if dw is None else dw / 2**20,
+            "vs_alone": None if idle is None or e is idle else
+            {k: stats.paired(_by_rep(e, k), _by_rep(idle, k)) for k, _ in AGAINST_ALONE}})
+    return out
+
+
+def sections(doc):
+    commit = next((s.get("commit_bytes") for e in doc["results"] for s in e.get("neighbour_series") or [] if s), None)
+    size = (f"{commit >> 10} KiB " if commit % 1024 == 0 else f"{commit} B ") if commit else ""
     lines = ["## The neighbour during each checkpoint, against the neighbour alone", "",
-             f"Disk {doc.get('disk', '?')}. Medians of the repetitions; commit latency is a 4 KiB write and its "
-             "fdatasync, read latency a 4 KiB O_DIRECT read; / alone is the p99 against the neighbour alone in "
-             "the same repetition (paired, uncorrected p, no verdict); disk: its worst one-second write rate "
-             "from the checkpoint's start to its end (at least one second).", "",
-             "| variant | checkpoint s | commit p50 / p99 / longest (ms) | p99 / alone [95% CI] | read p99 (ms) | "
-             "commits/s | disk MiB/s |", "| --- | --- | --- | --- | --- | --- | --- |"]
-    med = lambda xs: (stats.summary([x for x in xs if x is not None]) or {}).get("median")
-    f2 = lambda x, fmt="{:.2f}": "-" if x is None else fmt.format(x)
-    for e in doc["results"]:
-        vs = fmt_ratio(stats.paired(_by_rep(e, "p99_ms"), _by_rep(idle, "p99_ms")), True).replace(" uncorrected", "") \
-            if idle and e is not idle else "1"
-        dw = med(e.get("disk_worst_1s_bytes_per_s") or [])
-        lines.append(f"| {cell_name(e) if e['flavor'] == 'idle' else e['flavor'] + ': ' + cell_name(e)} | "
-                     f"{f2(med(e['times_s']), '{:.3f}') if e['flavor'] != 'idle' else '-'} | "
-                     f"{f2(med(e.get('p50_ms') or []))} / {f2(med(e.get('p99_ms') or []))} / "
-                     f"{f2(med(e.get('max_ms') or []), '{:.1f}')} | {vs} | {f2(med(e.get('read_p99_ms') or []))} | "
-                     f"{f2(med(e.get('commits_per_s') or []), '{:.0f}')} | "
-                     f"{'-' if dw is None else f'{dw / 2**20:.0f}'} |")
+             f"Disk {doc.get('disk', '?')}. n: the samples measured, failed: those that failed (left out). Medians of "
+             f"the repetitions; commit latency is a {size}write and its fdatasync, over the neighbour's whole run "
+             "(its lead before the checkpoint included); longest: the median of each repetition's longest commit "
+             "(worst: the longest of all); read latency a 4 KiB O_DIRECT read. / alone: the value against the "
+             "neighbour alone in the same repetition, the geometric mean of the pairs' ratios [95% CI] (paired, "
+             "uncorrected p, no verdict). disk: its worst one-second write rate from the checkpoint's start to its "
+             "end (at least one second).", "",
+             "| variant | n | failed | checkpoint s | commit p50 ms | p50 / alone | commit p99 ms | p99 / alone "
+             "[95% CI] | longest ms (worst) | longest / alone | read p99 ms | commits/s | disk MiB/s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    f = lambda x, fmt="{:.2f}": "-" if x is None else fmt.format(x)
+    for r in table_rows(doc):
+        vs = r["vs_alone"]
+        ratio = (lambda k: fmt_ratio(vs[k], True).replace(" uncorrected", "") if vs[k] else "-") if vs else \
+            (lambda k: "1" if r["entry"]["flavor"] == "idle" else "-")
+        lines.append(f"| {r['name']} | {r['n']} | {r['failed']} | {f(r['checkpoint_s'], '{:.3f}')} | "
+                     f"{f(r['p50_ms'])} | {ratio('p50_ms')} | {f(r['p99_ms'])} | {ratio('p99_ms')} | "
+                     f"{f(r['max_ms'], '{:.1f}')} ({f(r['worst_ms'], '{:.1f}')}) | {ratio('max_ms')} | "
+                     f"{f(r['read_p99_ms'])} | {f(r['commits_per_s'], '{:.0f}')} | {f(r['disk_mib_s'], '{:.0f}')} |")
     return ["\n".join(lines) + "\n"]
 
 
+def timeline(doc):
+    """The panels of neighbour-timeline.png: per entry with a commit series
+    (its first repetition), in results order, {"name", "checkpoint_s":
+    [start, end] or None, "latency": [(window middle s, p99 ms, longest
+    ms)] of the windows with commits, "neighbour_mib_s": [(window middle s,
+    the neighbour's own commits' MiB/s)], "disk": the disk's [(s, MiB/s)],
+    "alone_p99_ms": the neighbour alone's median p99}."""
+    idle = next((e for e in doc["results"] if e["flavor"] == "idle"), None)
+    alone = _median(idle.get("p99_ms")) if idle else None
+    out = []
+    for e in doc["results"]:
+        ns = next((x for x in e.get("neighbour_series") or [] if x), None)
+        if not ns:
+            continue
+        w, cb = ns["window_s"], ns.get("commit_bytes")
+        mid = lambda t: round(t + w / 2, 3)
+        out.append({"name": cell_name(e) if e["flavor"] == "idle" else f"{e['flavor']}: {cell_name(e)}",
+                    "checkpoint_s": ns.get("checkpoint_s"),
+                    "latency": [(mid(t), p99, mx) for t, n, _, p99, mx in ns["windows"] if n],
+                    "neighbour_mib_s": [(mid(t), n * cb / w / 2**20) for t, n, *_ in ns["windows"]] if cb else [],
+                    "disk": [tuple(p) for p in next((x for x in e.get("disk_series") or [] if x), [])],
+                    "alone_p99_ms": alone})
+    return out
+
+
 def plots(doc, outdir, plt):
+    return disk_plot(doc, outdir, plt) + timeline_plot(doc, outdir, plt)
+
+
+def disk_plot(doc, outdir, plt):
     """neighbour-disk.png: the disk's write rate over the first repetition's
     checkpoint (0 s: its start), per variant."""
     es = [e for e in doc["results"] if e["flavor"] != "idle" and any(e.get("disk_series") or [])]
@@ -275,3 +345,54 @@ def plots(doc, outdir, plt):
     fig.tight_layout()
     fig.savefig(os.path.join(outdir, "neighbour-disk.png"), dpi=120)
     return ["neighbour-disk.png"]
+
+
+def timeline_plot(doc, outdir, plt):
+    """neighbour-timeline.png: a panel per variant (timeline), the first
+    repetition: the neighbour's commit latency per 100 ms window (p99 and
+    longest, log scale, the neighbour alone's p99 dashed) and, on the right
+    axis, the disk's write rate and the neighbour's own; the checkpoint
+    shaded from its start to its end."""
+    panels = timeline(doc)
+    if not panels:
+        return []
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 2.4 * len(panels)), squeeze=False)
+    for ax, p in zip(axes[:, 0], panels):
+        if p["checkpoint_s"]:
+            ax.axvspan(*p["checkpoint_s"], color="tab:red", alpha=0.08, label="checkpoint")
+            for x in p["checkpoint_s"]:
+                ax.axvline(x, color="tab:red", linewidth=0.8)
+        lat = p["latency"]
+        ax.plot([x[0] for x in lat], [x[1] for x in lat], color="tab:blue", linewidth=0.8, label="commit p99")
+        ax.plot([x[0] for x in lat], [x[2] for x in lat], ".", color="tab:blue", markersize=2, alpha=0.5,
+                label="commit longest")
+        if p["alone_p99_ms"]:
+            ax.axhline(p["alone_p99_ms"], color="grey", linestyle="--", linewidth=0.8, label="p99 alone")
+        if lat:
+            ax.set_yscale("log")
+        ax.set_ylabel("commit ms", fontsize=8)
+        ax.set_title(p["name"] + (f", checkpoint {p['checkpoint_s'][1]:.2f} s" if p["checkpoint_s"] else ""),
+                     fontsize=9)
+        ax.grid(alpha=0.3)
+        ax2 = ax.twinx()
+        if p["disk"]:
+            ax2.plot([x[0] for x in p["disk"]], [x[1] for x in p["disk"]], color="tab:orange", linewidth=1,
+                     label="disk write")
+        if p["neighbour_mib_s"]:
+            ax2.plot([x[0] for x in p["neighbour_mib_s"]], [x[1] for x in p["neighbour_mib_s"]], color="tab:green",
+                     linewidth=0.6, label="neighbour's commits")
+        ax2.set_ylabel("MiB/s", fontsize=8)
+        ax2.set_ylim(bottom=0)
+    handles, labels = [], []
+    for a in fig.axes:
+        for h, lab in zip(*a.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    axes[-1, 0].set_xlabel("seconds from the checkpoint's start (the neighbour alone: from its own start)")
+    fig.suptitle(f"{doc['suite']}: the neighbour's commits and the disk, first repetition", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(labels), fontsize=8,
+               frameon=False)
+    fig.savefig(os.path.join(outdir, "neighbour-timeline.png"), dpi=100, bbox_inches="tight")
+    return ["neighbour-timeline.png"]
