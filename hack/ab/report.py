@@ -110,18 +110,19 @@ def comparisons(doc):
     for key, es in cells.items():
         pat = [e for e in es if e["flavor"] == "patched"]
         sto = [e for e in es if e["flavor"] == "stock"]
-        if not pat or not sto:
+        pee = [e for e in es if e["flavor"] in PEERS]
+        if not pat or not (sto or pee):
             continue
         for p in pat:  # one row per patched entry: the pull kind measures it in arms
             pv, unit, lower = values(p, kind)
             pr = by_rep(p, kind)
-            default = [e for e in sto if systems.get("dockerd").is_default(e["params"])] or sto[:1]
             row = {"cell": cell_name(p, kind), "key": key, "arm": p.get("arm"), "unit": unit, "lower_is_better": lower,
                    "patched": stats.summary(pv), "vs_default": None, "vs_best": None,
                    "failed": {"patched": failed(p), "stock": sum(failed(e) for e in sto)}}
-            d = default[0]
-            row["stock_default"] = {"params": label(d["params"]), "entry": d, **(stats.summary(samples(d)) or {})}
-            row["vs_default"] = stats.paired(pr, by_rep(d, kind))
+            if sto:  # a suite of patched and peers only has no stock row
+                d = ([e for e in sto if systems.get("dockerd").is_default(e["params"])] or sto)[0]
+                row["stock_default"] = {"params": label(d["params"]), "entry": d, **(stats.summary(samples(d)) or {})}
+                row["vs_default"] = stats.paired(pr, by_rep(d, kind))
             if len(sto) > 1:
                 scored = [(stats.summary(samples(e)), e) for e in sto]
                 scored = [(s, e) for s, e in scored if s]
@@ -131,7 +132,7 @@ def comparisons(doc):
                     row["vs_best"] = stats.paired(pr, by_rep(best, kind), correction=len(sto))
                     s, worst = (max if lower else min)(scored, key=lambda x: x[0]["median"])
                     row["stock_worst"] = {"params": label(worst["params"]), "entry": worst, **s}
-            row["peers"] = peers(pr, [e for e in es if e["flavor"] in PEERS], kind)
+            row["peers"] = peers(pr, pee, kind)
             out.append(row)
     tests = [r[k] for r in out for k in ("vs_default", "vs_best")]
     tests += [pe["vs_best"] for r in out for pe in r["peers"].values()]
@@ -207,10 +208,14 @@ def summary_table(doc):
     if hasattr(k, "summary_table"):
         return k.summary_table(doc)
     rows = comparisons(doc)
-    lines = ["| cell | n | failed | stock default | patched | patched/stock default [95% CI] p | stock best | "
-             "patched/best [CI] p |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = []
+    if any("stock_default" in r for r in rows):
+        lines = ["| cell | n | failed | stock default | patched | patched/stock default [95% CI] p | stock best | "
+                 "patched/best [CI] p |",
+                 "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
+        if "stock_default" not in r:
+            continue
         u = r["unit"]
         sd = r["stock_default"]
         sb = r.get("stock_best")
@@ -223,8 +228,9 @@ def summary_table(doc):
             fmt_ratio(r["vs_best"], r["lower_is_better"]) if sb else "-"))
     peer_rows = [(r, f, pe) for r in rows for f, pe in r.get("peers", {}).items()]
     if peer_rows:
-        lines += ["", "Against the peers (other systems measured in the same cells, in the same ABAB rounds), each "
-                  "at its best setting:", "",
+        first = "" if lines else "No stock in this suite."
+        lines += [first, "Against the peers (other systems measured in the same cells, in the same ABAB rounds), "
+                  "each at its best setting:", "",
                   "| cell | peer | n | failed | peer best | patched | patched/peer best [CI] p |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
         for r, f, pe in peer_rows:

@@ -243,6 +243,24 @@ class PeerRunTest(unittest.TestCase):
         self.assertIn("| far / small | containerd | 6 |", md)
         self.assertIn("best of 2", md)
 
+    def test_peers_without_stock(self):
+        # a suite of patched and a peer only (first contact against the
+        # peer's best): no stock table, but patched against the peer, with
+        # a verdict
+        doc = {"kind": "pull", "results": [
+            {"flavor": f, "profile": "p", "image": "i", "params": {}, "scenario": None, "container": None,
+             "times_s": [t * (1 + 0.01 * i) for i in range(8)], "reps": list(range(8))}
+            for f, t in (("patched", 2.0), ("containerd", 1.0))]}
+        rows = report.comparisons(doc)
+        self.assertEqual(len(rows), 1)
+        self.assertNotIn("stock_default", rows[0])
+        pe = rows[0]["peers"]["containerd"]
+        self.assertAlmostEqual(pe["vs_best"]["ratio"], 2.0)
+        self.assertIn("p_adj", pe["vs_best"])
+        md = report.summary_table(doc)
+        self.assertNotIn("stock default", md)
+        self.assertIn("| containerd | 8 |", md)
+
     def test_no_peer_no_peer_table(self):
         doc = {"kind": "pull", "results": [
             {"flavor": f, "profile": "p", "image": "i", "params": {}, "scenario": None, "container": None,
