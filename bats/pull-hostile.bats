@@ -25,7 +25,13 @@ PULL_TIMEOUT=${PULL_TIMEOUT:-120}
 # the trickle case's: patched resumes a body that moved under 1 KiB/s for
 # 20 s (containerd 0001's LowSpeedTime)
 STALL_TIMEOUT=${STALL_TIMEOUT:-50}
-RSS_BOUND_KIB=${RSS_BOUND_KIB:-65536}
+# A blob fetched in ranges holds at most 24 MiB (daemon/containerd's
+# fetchMaxChunks ranges of fetchChunkSize); the Go collector lets the heap
+# grow to about twice what is live before it runs, and the rest of a pull
+# takes 6-12 MiB on stock here: twice the 24 MiB and 32 MiB besides (a
+# daemon that buffered what the registry sends would pass it within 0.5 s
+# of the 3 GiB case).
+RSS_BOUND_KIB=${RSS_BOUND_KIB:-$(((2 * 24 + 32) << 10))}
 GOROUTINE_SLACK=${GOROUTINE_SLACK:-5}
 ADAPTIVE='{"registry-download-concurrency": {"default": {"mode": "adaptive"}}}'
 # A per-connection cap under which the patched daemon takes ranges beside a
