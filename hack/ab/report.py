@@ -306,7 +306,8 @@ def write(outdir):
         "- daemons: " + ", ".join(f"{f} {v['version']}" for f, v in doc["daemons"].items())]
     if doc.get("link"):
         md.append(f"- link emulation backend: {doc['link'].get('backend')}")
-    md += ["", STATISTICS, "", "## Summary", "", summary_table(doc), ""]
+    note = k.summary_note(doc) if hasattr(k, "summary_note") else None
+    md += ["", STATISTICS, "", "## Summary", ""] + ([note, ""] if note else []) + [summary_table(doc), ""]
     for section in k.sections(doc):
         if section:
             md += [section, ""]

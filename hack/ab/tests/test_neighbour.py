@@ -1,9 +1,17 @@
 """kind = "neighbour": its suite files and its report."""
+import hashlib
+import json
 import os
+import signal
+import subprocess
+import sys
 import tempfile
+import time
+import types
 import unittest
+from unittest import mock
 
-from ab import neighbour_io, report
+from ab import hosts, neighbour_io, report
 from ab.kinds import neighbour
 from ab.tests.docs import render
 from ab.tests.test_suite import SuiteErrors, load
@@ -33,6 +41,11 @@ class NeighbourSuiteTest(SuiteErrors, unittest.TestCase):
         self.assertEqual(load(GOOD.replace('lead = "1s"', 'lead = "1s"\ncommit = "16KiB"')).neighbour.commit, 16384)
         self.assertEqual(s.flavours["patched"].variants(), [{"checkpoint-write-bandwidth": "0"},
                                                             {"checkpoint-write-bandwidth": "auto"}])
+        self.assertEqual(s.neighbour.workload, "commits")
+        self.assertEqual(load(GOOD.replace('lead = "1s"', 'lead = "1s"\nworkload = "reads"')).neighbour.workload,
+                         "reads")
+        self.assertEqual(load(GOOD.replace('lead = "1s"', 'lead = "1s"\nworkload = "commits"\ncommit = "8KiB"'))
+                         .neighbour.workload, "commits")
 
     def test_bad_keys(self):
         self.assertEditsRefused(GOOD, [
@@ -41,6 +54,11 @@ class NeighbourSuiteTest(SuiteErrors, unittest.TestCase):
             ('lead = "1s"', 'lead = "100ms"', r"lead: want at least 0.5s"),
             ('lead = "1s"', 'leed = "1s"', r"unknown key 'leed' in \[neighbour\]"),
             ('lead = "1s"', 'commit = "32MiB"', r"commit: want 512B to 16MiB"),
+            ('lead = "1s"', 'workload = "writes"', r":8: workload: 'writes' is not one of commits, reads"),
+            ('lead = "1s"', 'workload = "Reads"', r":8: workload: 'Reads' is not one of commits, reads"),
+            ('lead = "1s"', 'workload = ["reads"]', r":8: workload: want a string, got \['reads'\]"),
+            ('lead = "1s"', 'workload = "reads"\ncommit = "16KiB"',
+             r":9: commit: the reads workload makes no commits"),
         ])
         pull = GOOD.replace('kind = "neighbour"', 'kind = "checkpoint"')
         self.assertIn("[neighbour] belongs to neighbour suites", self.error(pull))
@@ -164,6 +182,220 @@ class NeighbourReportTest(unittest.TestCase):
             for e in doc["results"]:
                 e.pop("neighbour_series")
             self.assertEqual(neighbour.timeline_plot(doc, d, plt), [])
+
+
+def reads_doc():
+    """A reads suite's results: the neighbour's p50, p99 and longest are its
+    reads', its rate reads_per_s, no commits."""
+    es = [idle_entry(), entry("stock", {}, [2.0, 2.1, 1.9, 2.2, 2.0, 2.1], [8.0] * 6),
+          entry("patched", {"checkpoint-write-bandwidth": "auto"}, [0.5, 0.52, 0.48, 0.5, 0.51, 0.49], [1.0] * 6)]
+    for e in es:
+        e["reads_per_s"] = [x + 2000 for x in e.pop("commits_per_s")]
+        for ns in e["neighbour_series"]:
+            if ns:
+                ns["commit_bytes"] = None
+    doc = results(*es)
+    doc["neighbour"] = {"workload": "reads", "read_file_bytes": 2 << 30}
+    return doc
+
+
+class NeighbourReadsReportTest(unittest.TestCase):
+    def test_report_names_the_read_latency(self):
+        """With the reads workload every latency the report shows is named a
+        read's: the note above the summary, the section's text and columns,
+        its rate; the rows are the reads' p50, p99 and longest."""
+        doc = reads_doc()
+        md, files = render(doc)
+        self.assertIn("## Summary\n\nThe summary compares the neighbour's **read latency**, not a commit's: its p99 "
+                      "(ms) during each checkpoint, per repetition against stock's; each read: a 4 KiB O_DIRECT read "
+                      "at a random offset of a 2 GiB file written before its first run, its only I/O (no writes, no "
+                      "fdatasync).\n", md)
+        self.assertIn("read latency is a 4 KiB O_DIRECT read at a random offset of a 2 GiB file", md)
+        self.assertIn("longest: the median of each repetition's longest read (worst", md)
+        self.assertIn("| variant | n | failed | checkpoint s | read p50 ms | p50 / alone | read p99 ms | p99 / alone "
+                      "[95% CI] | longest ms (worst) | longest / alone | reads/s | disk MiB/s |\n"
+                      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", md)
+        self.assertIn("| neighbour alone | 6 | 0 | - | 0.10 | 1 | 0.20 | 1 | 1.5 (2.0) | 1 | 10000 | - |", md)
+        self.assertIn("| patched: 64MiB holder, checkpoint-write-bandwidth=auto | 6 | 0 | 1.000 | 0.10 | "
+                      "1.00 [1.00, 1.00] p=1 | 0.50 | 2.50 [2.43, 2.57] p=6e-09 | 5.0 (5.0) | ", md)
+        self.assertNotIn("commit", md.replace("not a commit's", ""))
+        self.assertNotIn("commits/s", md)
+        rows = neighbour.table_rows(doc)
+        self.assertEqual([r["per_s"] for r in rows], [10000.0, 7000.0, 7000.0])
+        self.assertEqual([p["op"] for p in neighbour.timeline(doc)], ["read", "read", "read"])
+        self.assertTrue(all(p["neighbour_mib_s"] == [] for p in neighbour.timeline(doc)))
+        self.assertTrue(files.get("neighbour-timeline.png", 0) > 1000)
+        # commits (a results.json without the key ran them): no note, commits named
+        del doc["neighbour"]
+        self.assertIsNone(neighbour.summary_note(doc))
+        self.assertEqual(neighbour.timeline(doc)[0]["op"], "commit")
+
+    def test_fields(self):
+        """A reads neighbour's values are its reads': p50, p99, longest and
+        the rate; a failed sample has them all None."""
+        nb = {"runtime_s": 2.0, "workload": "reads", "commit": neighbour_io.pct([]),
+              "read": {"n": 9000, "p50_ms": 0.05, "p99_ms": 0.3, "max_ms": 12.0}, "commit_bytes": None,
+              "start_unix": 1000.0, "window_s": 0.1, "windows": [[0.0, 9000, 0.05, 0.3, 12.0]],
+              "windows_truncated": False}
+        f = neighbour.fields(nb, None, series=True, workload="reads")
+        self.assertEqual((f["p50_ms"], f["p99_ms"], f["max_ms"], f["reads_per_s"], f["read_p99_ms"]),
+                         (0.05, 0.3, 12.0, 4500.0, 0.3))
+        self.assertNotIn("commits_per_s", f)
+        self.assertIsNone(f["neighbour_series"]["commit_bytes"])
+        self.assertEqual(set(neighbour.fields(None, None, workload="reads")), set(f))
+        self.assertIsNone(neighbour.fields(None, None, workload="reads")["p99_ms"])
+
+
+def io_counters(pid):
+    with open(f"/proc/{pid}/io") as f:
+        return {k: int(v) for k, v in (line.split(": ") for line in f)}
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class NeighbourIOTest(unittest.TestCase):
+    """neighbour_io.py itself, briefly, on a directory of the disk (O_DIRECT
+    and the kernel's block I/O counters need one: not a tmpfs)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(dir="/var/tmp" if os.path.isdir("/var/tmp") else None)
+        self.addCleanup(subprocess.run, ["rm", "-rf", self.dir])
+        self.work = os.path.join(self.dir, "work")
+        os.mkdir(self.work)
+        self.out = os.path.join(self.dir, "out.json")
+
+    def run_io(self, *args, reads=64):
+        """Start neighbour_io.py on the work directory; once it is ready,
+        wait until the kernel has counted reads 4 KiB reads from the disk
+        by it (/proc/PID/io), then stop it. Returns ({"ready", "stopping"}:
+        its I/O counters then, its OUT)."""
+        p = subprocess.Popen([sys.executable, neighbour_io.__file__, self.work, self.out, *args],
+                             stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.stdout.close)
+        self.addCleanup(lambda: p.poll() is not None or (p.kill(), p.wait()))
+        self.assertEqual(p.stdout.readline(), "ready\n")
+        io = {"ready": io_counters(p.pid)}
+        self.ready_state = self.files()
+        deadline = time.monotonic() + 20
+        while io_counters(p.pid)["read_bytes"] - io["ready"]["read_bytes"] < reads * 4096:
+            self.assertLess(time.monotonic(), deadline, "the neighbour read nothing from the disk")
+            time.sleep(0.002)
+        io["stopping"] = io_counters(p.pid)
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(p.wait(timeout=20), 0)
+        with open(self.out) as f:
+            return io, json.load(f)
+
+    def files(self):
+        """The work directory's files: name -> (size, bytes allocated, mtime ns, sha256)."""
+        out = {}
+        for n in sorted(os.listdir(self.work)):
+            st = os.stat(os.path.join(self.work, n))
+            out[n] = (st.st_size, st.st_blocks * 512, st.st_mtime_ns, sha256(os.path.join(self.work, n)))
+        return out
+
+    def test_reads(self):
+        """Workload reads: its file of its own is written before "ready",
+        every block of it on the disk and no block of zeros; then it only
+        reads: the disk gives it the 4 KiB reads it reports (the kernel's
+        count), it makes no write call, its file keeps its bytes and its
+        mtime, and no other file appears. Its percentiles and windows are
+        the reads'."""
+        size = 8 << 20
+        io, res = self.run_io("--workload", "reads", "--read-file", str(size))
+        self.assertEqual(list(self.ready_state), ["read-file"])
+        fsize, allocated, _, _ = self.ready_state["read-file"]
+        self.assertEqual(fsize, size)
+        self.assertGreaterEqual(allocated, size)
+        with open(os.path.join(self.work, "read-file"), "rb") as f:
+            data = f.read()
+        self.assertNotIn(bytes(4096), [data[i:i + 4096] for i in range(0, size, 4096)])
+        self.assertEqual(self.files(), self.ready_state)
+        read = io["stopping"]["read_bytes"] - io["ready"]["read_bytes"]
+        self.assertEqual((io["stopping"]["syscw"], io["stopping"]["wchar"], io["stopping"]["write_bytes"]),
+                         (io["ready"]["syscw"], io["ready"]["wchar"], io["ready"]["write_bytes"]))
+        self.assertEqual(res["workload"], "reads")
+        self.assertEqual((res["commit"]["n"], res["commit_bytes"], res["read_file_bytes"]), (0, None, size))
+        r = res["read"]
+        self.assertGreaterEqual(r["n"] * 4096, read)
+        self.assertGreater(r["p50_ms"], 0)
+        self.assertLessEqual(r["p50_ms"], r["p99_ms"])
+        self.assertLessEqual(r["p99_ms"], r["max_ms"])
+        self.assertEqual(sum(w[1] for w in res["windows"]), r["n"])
+        self.assertEqual(max(w[4] for w in res["windows"] if w[1]), r["max_ms"])
+
+    def test_commits(self):
+        """Workload commits (the default) is what it was: commits to its
+        commits file, each with a read, and the windows are the commits'."""
+        _, res = self.run_io("4096", "--read-file", str(4 << 20))
+        self.assertEqual(list(self.files()), ["commits", "reads"])
+        self.assertEqual(res["workload"], "commits")
+        self.assertGreater(res["commit"]["n"], 0)
+        self.assertIn(res["read"]["n"], (res["commit"]["n"], res["commit"]["n"] - 1))
+        self.assertEqual(sum(w[1] for w in res["windows"]), res["commit"]["n"])
+        self.assertEqual(os.path.getsize(os.path.join(self.work, "commits")) % 4096, 0)
+        self.assertGreater(os.path.getsize(os.path.join(self.work, "commits")), 0)
+
+    def test_read_file(self):
+        """The read file is rewritten where it is sparse, and removed where
+        its write does not end (stopped, or no room)."""
+        path = os.path.join(self.work, "f")
+        with open(path, "wb") as f:
+            f.truncate(1 << 20)
+        self.assertFalse(neighbour_io.on_disk(path, 1 << 20))
+        neighbour_io.read_file(path, 1 << 20)
+        self.assertTrue(neighbour_io.on_disk(path, 1 << 20))
+        self.assertGreaterEqual(os.stat(path).st_blocks * 512, 1 << 20)
+        os.unlink(path)
+        with self.assertRaises(neighbour_io.Stopped):
+            neighbour_io.read_file(path, 4 << 20, stop=[1])
+        self.assertFalse(os.path.exists(path))
+        with self.assertRaises(OSError):
+            neighbour_io.read_file(path, 1 << 50)
+        self.assertFalse(os.path.exists(path))
+
+
+class NeighbourRunTest(unittest.TestCase):
+    def test_read_file_removed(self):
+        """A reads suite's run: the neighbour alone writes its read file in
+        the data root's directory (allocated, the only file there), and the
+        file goes when the run is cut short beside the first checkpoint."""
+        s = load(GOOD.replace('lead = "1s"', 'lead = "1s"\nworkload = "reads"'))
+        s.neighbour.idle = 0.2
+        var, tmp = tempfile.mkdtemp(dir="/var/tmp" if os.path.isdir("/var/tmp") else None), tempfile.mkdtemp()
+        self.addCleanup(subprocess.run, ["rm", "-rf", var, tmp])
+        work, seen, added = os.path.join(var, "neighbour"), [], []
+
+        def start_container(d, c, name):
+            st = os.stat(os.path.join(work, "read-file"))
+            seen.append((sorted(os.listdir(work)), st.st_size, st.st_blocks * 512))
+            raise KeyboardInterrupt()
+
+        class Results:
+            doc = {}
+
+            def add(self, cell, t, err, rep, **extra):
+                added.append((cell.flavor, t, extra))
+
+        r = types.SimpleNamespace(s=s, results=Results(), tmp=tmp,
+                                  daemons={f: types.SimpleNamespace(apply=lambda p: None) for f in s.flavours})
+        diskstats = types.SimpleNamespace(disk=lambda path: "vda")
+        with mock.patch.object(hosts, "AB_VAR", var), mock.patch.dict(sys.modules, {"diskstats": diskstats}), \
+                mock.patch.dict(neighbour_io.READ_FILE, {"reads": 4 << 20}), \
+                mock.patch.object(neighbour, "start_container", start_container), \
+                mock.patch.object(neighbour, "cleanup", lambda d, names: None), \
+                mock.patch.object(neighbour, "Progress", lambda n: types.SimpleNamespace(step=lambda w: None)):
+            with self.assertRaises(KeyboardInterrupt):
+                neighbour.run(r)
+        self.assertEqual(seen, [(["read-file"], 4 << 20, seen[0][2])])
+        self.assertGreaterEqual(seen[0][2], 4 << 20)
+        self.assertFalse(os.path.exists(work))
+        self.assertEqual(r.results.doc["neighbour"], {"workload": "reads", "read_file_bytes": 4 << 20})
+        self.assertEqual([(f, x["p99_ms"] is not None, x["reads_per_s"] > 0) for f, _, x in added],
+                         [("idle", True, True)])
 
 
 class NeighbourSeriesTest(unittest.TestCase):
