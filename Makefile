@@ -14,7 +14,7 @@ PYTHON ?= /usr/bin/python3
 SUITE ?= default
 # Moby packages whose unit tests `make test` runs: the ones the series touches
 # (found from patches/) plus the config package every option goes through.
-GO_TEST_PKGS ?= $(shell hack/test-unit.sh --list 2>/dev/null)
+GO_TEST_PKGS ?= $(shell hack/stack/test-unit.sh --list 2>/dev/null)
 
 .PHONY: help
 help:
@@ -31,92 +31,92 @@ ab: build
 
 .PHONY: deps
 deps:
-	hack/install-deps.sh
+	hack/stack/install-deps.sh
 
 .PHONY: build build-stock build-patched
 build:
-	hack/build.sh all
+	hack/stack/build.sh all
 build-stock:
-	hack/build.sh stock
+	hack/stack/build.sh stock
 build-patched:
-	hack/build.sh patched
+	hack/stack/build.sh patched
 
 .PHONY: images
 images:
-	hack/images.sh build
+	hack/hosts/images.sh build
 
-# Debian packages for test nodes into build/deb (hack/deb.sh; docs/test-nodes.md, "Install
+# Debian packages for test nodes into build/deb (hack/nodes/deb.sh; docs/test-nodes.md, "Install
 # on test nodes"): moby-ab-dockerd patched and stock, moby-ab-runtime; lintian
 # must report no errors.
 .PHONY: deb
 deb: build
-	hack/deb.sh --lintian
+	hack/nodes/deb.sh --lintian
 
 # The A/B harness with both daemons and their runtime in one tarball for test
-# nodes (hack/bundle.sh; hack/ansible/ab.yml runs it there): build/bundle.
+# nodes (hack/nodes/bundle.sh; hack/nodes/ansible/ab.yml runs it there): build/bundle.
 .PHONY: bundle
 bundle: build images
-	hack/bundle.sh
+	hack/nodes/bundle.sh
 
 # make rebase UPSTREAM=<module version>: move the series to another upstream
-# release (hack/rebase.sh); then rebase-continue after each conflict, rebase-adopt.
+# release (hack/stack/rebase.sh); then rebase-continue after each conflict, rebase-adopt.
 .PHONY: rebase rebase-continue rebase-adopt upstream-drift
 rebase:
-	hack/rebase.sh start $(UPSTREAM)
+	hack/stack/rebase.sh start $(UPSTREAM)
 rebase-continue:
-	hack/rebase.sh continue
+	hack/stack/rebase.sh continue
 rebase-adopt:
-	hack/rebase.sh adopt
+	hack/stack/rebase.sh adopt
 upstream-drift:
-	hack/rebase.sh newest
+	hack/stack/rebase.sh newest
 
 .PHONY: patches-apply patches-export patches-check
 patches-apply:
-	hack/patches.sh apply
+	hack/stack/patches.sh apply
 patches-export:
-	hack/patches.sh export
+	hack/stack/patches.sh export
 patches-check:
-	hack/patches.sh check
+	hack/stack/patches.sh check
 
 .PHONY: test test-unit test-fuzz test-containerd test-bats test-deb test-nodes test-harness test-integration test-zns
 test: test-unit test-fuzz test-containerd test-harness test-zns test-bats test-integration
 test-unit:
-	hack/test-unit.sh
+	hack/stack/test-unit.sh
 # patches/containerd/ on containerd's own tree (hack/containerd.pin): applies,
 # exports byte for byte, its package's tests under -race, its fuzz targets 10s each.
 test-containerd:
-	hack/test-containerd.sh
-# The Go fuzz tests of hack/fuzz-targets, a bounded time each (FUZZTIME, 15s).
+	hack/stack/test-containerd.sh
+# The Go fuzz tests of hack/stack/fuzz-targets, a bounded time each (FUZZTIME, 15s).
 test-fuzz:
-	hack/test-fuzz.sh
+	hack/stack/test-fuzz.sh
 # The zoned checkpoint store, and the patched daemon end to end, against a real
 # kernel's zoned block device (QEMU).
 test-zns: build
-	hack/images.sh build
-	hack/test-zns.sh
+	hack/hosts/images.sh build
+	hack/zoned/test-zns.sh
 test-harness:
 	PYTHON=$(PYTHON) hack/test-harness.sh
 test-bats: build
-	hack/images.sh build all
+	hack/hosts/images.sh build all
 	$(BATS) --timing bats/
 # The packages installed, upgraded, downgraded and purged in a Debian 12 root
 # (bats/deb.bats, also part of test-bats).
 test-deb: build
-	hack/images.sh build
+	hack/hosts/images.sh build
 	$(BATS) --timing bats/deb.bats
 # Two test nodes reached over ssh: the rollout, a rollback and an A/B report
 # across both (bats/nodes.bats, also part of test-bats).
 test-nodes: build
-	hack/images.sh build
+	hack/hosts/images.sh build
 	$(BATS) --timing bats/nodes.bats
 
 test-integration: build images
 	cd integration && go test -count=1 -v ./...
-	hack/test-moby-integration.sh
+	hack/stack/test-moby-integration.sh
 
 .PHONY: clean
 clean:
-	-hack/daemon.sh down stock
-	-hack/daemon.sh down patched
-	-hack/registry.sh down
+	-hack/hosts/daemon.sh down stock
+	-hack/hosts/daemon.sh down patched
+	-hack/hosts/registry.sh down
 	rm -rf bin build/moby-patched

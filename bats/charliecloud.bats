@@ -11,12 +11,12 @@ bats_require_minimum_version 1.5.0
 AB_VAR=${AB_VAR:-/var/lib/moby-ab}
 
 setup_file() {
-	"$AB_ROOT/hack/images.sh" build busybox memholder pingpong >/dev/null 2>&1
+	"$AB_ROOT/hack/hosts/images.sh" build busybox memholder pingpong >/dev/null 2>&1
 }
 
 setup() {
 	load_libs
-	[ -x /usr/bin/ch-run ] || skip "ch-run is not installed (hack/install-deps.sh)"
+	[ -x /usr/bin/ch-run ] || skip "ch-run is not installed (hack/stack/install-deps.sh)"
 }
 
 teardown() {

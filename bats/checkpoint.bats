@@ -7,11 +7,11 @@ load helpers
 bats_require_minimum_version 1.5.0
 
 setup_file() {
-	"$AB_ROOT/hack/registry.sh" up >/dev/null
+	"$AB_ROOT/hack/hosts/registry.sh" up >/dev/null
 }
 
 teardown_file() {
-	"$AB_ROOT/hack/registry.sh" down
+	"$AB_ROOT/hack/hosts/registry.sh" down
 }
 
 setup() {
@@ -28,13 +28,13 @@ teardown() {
 			umount "$m"
 		fi
 	done
-	"$AB_ROOT/hack/daemon.sh" down patched >/dev/null 2>&1 || true
+	"$AB_ROOT/hack/hosts/daemon.sh" down patched >/dev/null 2>&1 || true
 }
 
 up_patched() { # [config json]
 	local cfg=$BATS_TEST_TMPDIR/daemon.json
 	echo "${1:-{\}}" >"$cfg"
-	"$AB_ROOT/hack/daemon.sh" up patched --config "$cfg" >"$BATS_TEST_TMPDIR/env"
+	"$AB_ROOT/hack/hosts/daemon.sh" up patched --config "$cfg" >"$BATS_TEST_TMPDIR/env"
 	use_env
 }
 
@@ -92,15 +92,15 @@ restore_counts_on() {
 
 @test "patched: invalid checkpoint options are refused at start, naming the option" {
 	echo '{"checkpoint-max-concurrent": -1}' >"$BATS_TEST_TMPDIR/bad.json"
-	run "$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
 	assert_failure
 	assert_output --partial "invalid checkpoint-max-concurrent: -1"
 	echo '{"checkpoint-queue-order": "lifo"}' >"$BATS_TEST_TMPDIR/bad.json"
-	run "$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
 	assert_failure
 	assert_output --partial 'invalid checkpoint-queue-order: "lifo"'
 	echo '{"checkpoint-max-waiting": -1}' >"$BATS_TEST_TMPDIR/bad.json"
-	run "$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
 	assert_failure
 	assert_output --partial "invalid checkpoint-max-waiting: -1"
 }
@@ -108,19 +108,19 @@ restore_counts_on() {
 @test "patched: a reload with a bad checkpoint option is refused, the daemon keeps running" {
 	up_patched '{"checkpoint-queue-order": "fifo"}'
 	echo '{"checkpoint-queue-order": "lifo"}' >"$BATS_TEST_TMPDIR/bad.json"
-	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/bad.json"
 	assert_failure
 	assert_output --partial "reload refused"
 	assert_output --partial 'invalid checkpoint-queue-order'
 	echo '{"checkpoint-write-bandwidth": "100KiB"}' >"$BATS_TEST_TMPDIR/bad.json"
-	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/bad.json"
 	assert_failure
 	assert_output --partial 'invalid checkpoint-write-bandwidth: \"100KiB\": must be 0 (no cap) or at least 1MiB per second'
 	run docker version --format '{{.Server.Version}}'
 	assert_success
 	# A good reload after the bad one applies.
 	echo '{"checkpoint-max-concurrent": 2}' >"$BATS_TEST_TMPDIR/good.json"
-	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/good.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/good.json"
 	assert_success
 }
 
@@ -184,9 +184,9 @@ restore_counts_on() {
 	# at the end), and all of them by its end.
 	up_patched '{"checkpoint-write-bandwidth": "16MiB"}'
 	start_memholder mh 64
-	dev=$(python3 "$AB_ROOT/hack/diskstats.py" disk /var/lib/moby-ab/patched)
+	dev=$(python3 "$AB_ROOT/hack/measure/diskstats.py" disk /var/lib/moby-ab/patched)
 	sync
-	python3 "$AB_ROOT/hack/diskstats.py" sample "$dev" "$BATS_TEST_TMPDIR/samples" &
+	python3 "$AB_ROOT/hack/measure/diskstats.py" sample "$dev" "$BATS_TEST_TMPDIR/samples" &
 	echo $! >"$BATS_TEST_TMPDIR/sampler.pid"
 	wait_for 5 test -s "$BATS_TEST_TMPDIR/samples"
 	t0=$(date +%s.%N)
@@ -198,7 +198,7 @@ restore_counts_on() {
 	[[ "$line" =~ written=([0-9]+) ]]
 	written=${BASH_REMATCH[1]}
 	[ "$written" -ge $((64 << 20)) ]
-	run env PYTHONPATH="$AB_ROOT/hack" python3 -c '
+	run env PYTHONPATH="$AB_ROOT/hack/measure" python3 -c '
 import sys
 import diskstats
 rows = diskstats.read(sys.argv[1])
@@ -219,7 +219,7 @@ sys.exit(0 if t1 - t0 >= 3.0 and half >= images / 4 and total >= images else 1)
 # and, with a cap, at most 2x the cap over any one-second window (the dump
 # flushed at the disk's speed makes it several times the cap).
 device_bytes_check() {
-	run env PYTHONPATH="$AB_ROOT/hack" python3 -c '
+	run env PYTHONPATH="$AB_ROOT/hack/measure" python3 -c '
 import sys
 import diskstats
 rows = diskstats.read(sys.argv[1])
@@ -240,10 +240,10 @@ sys.exit(0 if ok else 1)
 checkpoint_on_device() {
 	local name=$1 cp=$2
 	shift 2
-	dev=$(python3 "$AB_ROOT/hack/diskstats.py" disk /var/lib/moby-ab/patched)
+	dev=$(python3 "$AB_ROOT/hack/measure/diskstats.py" disk /var/lib/moby-ab/patched)
 	sync
 	: >"$BATS_TEST_TMPDIR/samples"
-	python3 "$AB_ROOT/hack/diskstats.py" sample "$dev" "$BATS_TEST_TMPDIR/samples" &
+	python3 "$AB_ROOT/hack/measure/diskstats.py" sample "$dev" "$BATS_TEST_TMPDIR/samples" &
 	echo $! >"$BATS_TEST_TMPDIR/sampler.pid"
 	wait_for 5 test -s "$BATS_TEST_TMPDIR/samples"
 	t0=$(date +%s.%N)
@@ -275,7 +275,7 @@ checkpoint_on_device() {
 	restore_counts_on mh "$before" --checkpoint cp1
 	# "auto": the images reach the disk once too
 	echo '{"checkpoint-write-bandwidth": "auto"}' >"$BATS_TEST_TMPDIR/auto.json"
-	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/auto.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/auto.json"
 	assert_success
 	checkpoint_on_device mh cp2
 	device_bytes_check "$BATS_TEST_TMPDIR/samples" "$t0" "$t1" "$written" 0
@@ -317,7 +317,7 @@ checkpoint_on_device() {
 	start_memholder mh 16
 	docker checkpoint create --leave-running mh cp1 >/dev/null
 	echo '{"checkpoint-write-bandwidth": "256MiB"}' >"$BATS_TEST_TMPDIR/cap.json"
-	"$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/cap.json" >/dev/null
+	"$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/cap.json" >/dev/null
 	docker checkpoint create --leave-running mh cp2 >/dev/null
 	root=/var/lib/moby-ab/patched/data/containers/$(docker inspect -f '{{.Id}}' mh)/checkpoints
 	[ -n "$(find "$root/cp1" -name 'pages-*.img')" ]
@@ -365,7 +365,7 @@ checkpoint_on_device() {
 	# "auto": CRIU writes the images straight into the checkpoint, unpaced,
 	# and the checkpoint restores
 	echo '{"checkpoint-write-bandwidth": "auto"}' >"$BATS_TEST_TMPDIR/auto.json"
-	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/auto.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/auto.json"
 	assert_success
 	run docker checkpoint create mh cp2
 	assert_success
@@ -390,7 +390,7 @@ kill_daemon() {
 
 # restart_daemon: start the daemon again with the same config.
 restart_daemon() {
-	"$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/daemon.json" >"$BATS_TEST_TMPDIR/env"
+	"$AB_ROOT/hack/hosts/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/daemon.json" >"$BATS_TEST_TMPDIR/env"
 	use_env
 }
 
@@ -437,7 +437,7 @@ checkpoint_listed() {
 	wait_for 30 paced_write_running "$cps" cp1
 	sleep 1
 	echo '{"checkpoint-write-bandwidth": "256MiB"}' >"$BATS_TEST_TMPDIR/fast.json"
-	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/fast.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/fast.json"
 	assert_success
 	wait "$cp"
 	line=$(grep 'Checkpoint created' /var/lib/moby-ab/patched/dockerd.log | grep 'checkpoint=cp1')

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# hack/daemon.sh: the life cycle every suite depends on.
+# hack/hosts/daemon.sh: the life cycle every suite depends on.
 
 load helpers
 bats_require_minimum_version 1.5.0
@@ -9,15 +9,15 @@ setup() {
 }
 
 teardown() {
-	"$AB_ROOT/hack/daemon.sh" down stock >/dev/null 2>&1 || true
+	"$AB_ROOT/hack/hosts/daemon.sh" down stock >/dev/null 2>&1 || true
 }
 
 @test "daemon.sh: an unknown flavour is refused by name" {
-	run "$AB_ROOT/hack/daemon.sh" up nightly
+	run "$AB_ROOT/hack/hosts/daemon.sh" up nightly
 	assert_failure
 	assert_output --partial "unknown flavour 'nightly' (want stock or patched)"
 	# a peer's test host is no dockerd flavour
-	run "$AB_ROOT/hack/daemon.sh" up ctrd
+	run "$AB_ROOT/hack/hosts/daemon.sh" up ctrd
 	assert_failure
 	assert_output --partial "unknown flavour 'ctrd' (want stock or patched)"
 	[ ! -e /run/netns/ab-ctrd ]
@@ -25,7 +25,7 @@ teardown() {
 
 @test "daemon.sh: a config key that defines the flavour is refused" {
 	echo '{"data-root": "/tmp/elsewhere"}' >"$BATS_TEST_TMPDIR/daemon.json"
-	run "$AB_ROOT/hack/daemon.sh" up stock --config "$BATS_TEST_TMPDIR/daemon.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" up stock --config "$BATS_TEST_TMPDIR/daemon.json"
 	assert_failure
 	assert_output --partial "data-root cannot be set here"
 	[ ! -e /run/netns/ab-stock ]
@@ -33,14 +33,14 @@ teardown() {
 
 @test "daemon.sh: a daemon that refuses its config fails with its reason and log" {
 	echo '{"max-concurrent-downloads": -1}' >"$BATS_TEST_TMPDIR/daemon.json"
-	run "$AB_ROOT/hack/daemon.sh" up stock --config "$BATS_TEST_TMPDIR/daemon.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" up stock --config "$BATS_TEST_TMPDIR/daemon.json"
 	assert_failure
 	assert_output --partial "dockerd exited during start-up"
 	assert_output --partial "invalid max concurrent downloads: -1"
 }
 
 @test "daemon.sh: up prints DOCKER_HOST; down removes what up created" {
-	run --separate-stderr "$AB_ROOT/hack/daemon.sh" up stock
+	run --separate-stderr "$AB_ROOT/hack/hosts/daemon.sh" up stock
 	assert_success
 	assert_output --regexp '^export DOCKER_HOST=unix:///run/moby-ab/stock/docker.sock$'
 	eval "$output"
@@ -48,7 +48,7 @@ teardown() {
 	docker load -q -i "$AB_ROOT/build/images/busybox.tar"
 	docker run -d --name sleeper ab/busybox sleep 600
 	[ -e /run/netns/ab-stock ]
-	run "$AB_ROOT/hack/daemon.sh" down stock
+	run "$AB_ROOT/hack/hosts/daemon.sh" down stock
 	assert_success
 	[ ! -e /run/netns/ab-stock ]
 	[ ! -e /run/moby-ab/stock ]
@@ -60,22 +60,22 @@ teardown() {
 }
 
 @test "daemon.sh: a second up of a running flavour is refused" {
-	"$AB_ROOT/hack/daemon.sh" up stock >/dev/null
-	run "$AB_ROOT/hack/daemon.sh" up stock
+	"$AB_ROOT/hack/hosts/daemon.sh" up stock >/dev/null
+	run "$AB_ROOT/hack/hosts/daemon.sh" up stock
 	assert_failure
 	assert_output --partial "stock is already running"
 }
 
 @test "daemon.sh: down stops a daemon whose binary was rebuilt while it ran" {
-	"$AB_ROOT/hack/daemon.sh" up stock >/dev/null
+	"$AB_ROOT/hack/hosts/daemon.sh" up stock >/dev/null
 	pid=$(cat /run/moby-ab/stock/dockerd.pid)
 	# a rebuild puts a new file in place; the running daemon's is "(deleted)"
 	cp "$AB_ROOT/bin/dockerd-stock" "$BATS_TEST_TMPDIR/dockerd"
 	mv "$BATS_TEST_TMPDIR/dockerd" "$AB_ROOT/bin/dockerd-stock"
 	run readlink "/proc/$pid/exe"
 	assert_output --partial "(deleted)"
-	run "$AB_ROOT/hack/daemon.sh" status stock
+	run "$AB_ROOT/hack/hosts/daemon.sh" status stock
 	assert_output --partial "running (pid $pid"
-	"$AB_ROOT/hack/daemon.sh" down stock
+	"$AB_ROOT/hack/hosts/daemon.sh" down stock
 	wait_for 10 bash -c "! kill -0 $pid 2>/dev/null"
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
-# The Debian packages (hack/deb.sh) on a clean Debian 12 root: install, the
+# The Debian packages (hack/nodes/deb.sh) on a clean Debian 12 root: install, the
 # units, the daemon started from its unit's command line, upgrade, downgrade
 # to stock, moby-ab-switch, remove and purge. The tests run in order on one
 # root, each from where the one before left it.
 #
-# The root is a debootstrap of bookworm that hack/deb-root.sh caches (the
+# The root is a debootstrap of bookworm that hack/nodes/deb-root.sh caches (the
 # first run downloads it: a minute or two), unpacked on a tmpfs of its own.
 # The daemon runs in the network namespace ab-deb-test and in a mount
 # namespace of its own: it changes nothing of the host's network, firewall or
@@ -43,9 +43,9 @@ setup_file() {
 
 	# The packages, the fastest compression (the contents are the same), and
 	# the same patched package again with a higher revision for the upgrade.
-	DEB_XZ_LEVEL=0 "$AB_ROOT/hack/deb.sh" --out "$WORK/debs" >"$WORK/debs.list"
-	DEB_XZ_LEVEL=0 "$AB_ROOT/hack/deb.sh" --out "$WORK/debs-next" --revision 2 patched >/dev/null
-	"$AB_ROOT/hack/deb-root.sh" extract "$ROOT"
+	DEB_XZ_LEVEL=0 "$AB_ROOT/hack/nodes/deb.sh" --out "$WORK/debs" >"$WORK/debs.list"
+	DEB_XZ_LEVEL=0 "$AB_ROOT/hack/nodes/deb.sh" --out "$WORK/debs-next" --revision 2 patched >/dev/null
+	"$AB_ROOT/hack/nodes/deb-root.sh" extract "$ROOT"
 	mkdir "$ROOT/tmp/debs"
 	cp "$WORK"/debs/*.deb "$WORK"/debs-next/*.deb "$ROOT/tmp/debs/"
 }
@@ -96,7 +96,7 @@ teardown() {
 	stop_daemon || true
 }
 
-in_root() { "$AB_ROOT/hack/deb-root.sh" run "$ROOT" "$@"; }
+in_root() { "$AB_ROOT/hack/nodes/deb-root.sh" run "$ROOT" "$@"; }
 
 # Processes whose root directory is the test's root (chroot).
 root_pids() {
@@ -149,11 +149,11 @@ start_daemon() {
 	while read -r line; do
 		pre=$(expand "$line")
 		# shellcheck disable=SC2086 # a unit's command line splits on blanks
-		"$AB_ROOT/hack/deb-root.sh" unit-exec "$ROOT" "$NS" "" "${vars[@]}" -- $pre </dev/null
+		"$AB_ROOT/hack/nodes/deb-root.sh" unit-exec "$ROOT" "$NS" "" "${vars[@]}" -- $pre </dev/null
 	done < <(unit_values "$unit" ExecStartPre)
 	cmd=$(expand "$(unit_values "$unit" ExecStart)")
 	# shellcheck disable=SC2086
-	"$AB_ROOT/hack/deb-root.sh" unit-exec "$ROOT" "$NS" "$sock" "${vars[@]}" -- $cmd </dev/null >>"$WORK/dockerd.log" 2>&1 3>&- &
+	"$AB_ROOT/hack/nodes/deb-root.sh" unit-exec "$ROOT" "$NS" "$sock" "${vars[@]}" -- $cmd </dev/null >>"$WORK/dockerd.log" 2>&1 3>&- &
 	echo $! >"$WORK/dockerd.pid"
 	for ((i = 0; i < 300; i++)); do
 		timeout 5 docker version >/dev/null 2>&1 && return 0
@@ -192,12 +192,12 @@ systemd_state() {
 }
 
 @test "deb: the same inputs give the same package" {
-	DEB_XZ_LEVEL=0 "$AB_ROOT/hack/deb.sh" --out "$WORK/debs-again" patched
+	DEB_XZ_LEVEL=0 "$AB_ROOT/hack/nodes/deb.sh" --out "$WORK/debs-again" patched
 	cmp "$(deb patched)" "$WORK"/debs-again/moby-ab-dockerd_*+ab.*-1_amd64.deb
 }
 
 @test "deb: lintian finds no errors" {
-	command -v lintian >/dev/null || skip "lintian is missing (hack/install-deps.sh installs it)"
+	command -v lintian >/dev/null || skip "lintian is missing (hack/stack/install-deps.sh installs it)"
 	# Without binaries/spelling: its tags are informational, and on 100 MB of
 	# Go binaries it takes half of lintian's time.
 	run lintian --fail-on error -X binaries/spelling "$(deb patched)" "$(deb stock)" "$(deb runtime)"
@@ -251,7 +251,7 @@ Version: $UPSTREAM_VERSION-1"
 	assert_output /usr/bin/tini-static
 	run in_root /usr/lib/moby-ab/bin/dockerd --version
 	assert_output --partial "Docker version $(patched_version),"
-	diff "$AB_ROOT/hack/deb/daemon.json" "$ROOT/etc/moby-ab/daemon.json"
+	diff "$AB_ROOT/hack/nodes/deb/daemon.json" "$ROOT/etc/moby-ab/daemon.json"
 	run in_root dpkg-query -W -f '${Conffiles}' moby-ab-dockerd
 	assert_output --regexp '^ /etc/moby-ab/daemon.json [0-9a-f]{32}$'
 	[ -f "$ROOT/$UNITS/moby-ab-docker.service" ]
@@ -293,7 +293,7 @@ Version: $UPSTREAM_VERSION-1"
 }
 
 @test "deb: the packaged runtime runs, checkpoints and restores a container" {
-	[ -f "$AB_ROOT/build/images/busybox.tar" ] || skip "build/images/busybox.tar is missing (hack/images.sh build)"
+	[ -f "$AB_ROOT/build/images/busybox.tar" ] || skip "build/images/busybox.tar is missing (hack/hosts/images.sh build)"
 	start_daemon
 	docker load -q -i "$AB_ROOT/build/images/busybox.tar"
 	# docker-init, the default bridge moby-ab0, a network from the address pool
@@ -350,7 +350,7 @@ Version: $UPSTREAM_VERSION-1"
 	run in_root dpkg-query -W -f '${Version}' moby-ab-dockerd
 	assert_output "$UPSTREAM_VERSION-1"
 	cmp "$AB_ROOT/bin/dockerd-stock" "$ROOT/usr/lib/moby-ab/bin/dockerd"
-	diff "$AB_ROOT/hack/deb/daemon.stock.json" "$ROOT/etc/moby-ab/daemon.json"
+	diff "$AB_ROOT/hack/nodes/deb/daemon.stock.json" "$ROOT/etc/moby-ab/daemon.json"
 	grep -q '"debug": true' "$ROOT/etc/moby-ab/daemon.json.dpkg-old"
 	start_daemon
 	run docker version --format '{{.Server.Version}}'

@@ -16,17 +16,17 @@ load_libs() {
 			return 0
 		fi
 	done
-	echo "bats-support/bats-assert not found (hack/install-deps.sh installs them)" >&2
+	echo "bats-support/bats-assert not found (hack/stack/install-deps.sh installs them)" >&2
 	return 1
 }
 
 # Start the registry and the given flavours; record each DOCKER_HOST in
 # $BATS_FILE_TMPDIR/<flavour>.env. Images named in AB_IMAGES are loaded.
 ab_up() {
-	"$AB_ROOT/hack/registry.sh" up >/dev/null
+	"$AB_ROOT/hack/hosts/registry.sh" up >/dev/null
 	local f
 	for f in "$@"; do
-		"$AB_ROOT/hack/daemon.sh" up "$f" >"$BATS_FILE_TMPDIR/$f.env"
+		"$AB_ROOT/hack/hosts/daemon.sh" up "$f" >"$BATS_FILE_TMPDIR/$f.env"
 		(
 			. "$BATS_FILE_TMPDIR/$f.env"
 			for img in ${AB_IMAGES:-}; do
@@ -39,9 +39,9 @@ ab_up() {
 ab_down() {
 	local f rc=0
 	for f in "$@"; do
-		"$AB_ROOT/hack/daemon.sh" down "$f" || rc=1
+		"$AB_ROOT/hack/hosts/daemon.sh" down "$f" || rc=1
 	done
-	"$AB_ROOT/hack/registry.sh" down || rc=1
+	"$AB_ROOT/hack/hosts/registry.sh" down || rc=1
 	return $rc
 }
 
@@ -76,7 +76,7 @@ wait_for() {
 	"$@"
 }
 
-# stop_faultreg: end the hack/faultreg.py a test started (its pid in
+# stop_faultreg: end the hack/hosts/faultreg.py a test started (its pid in
 # $BATS_TEST_TMPDIR/faultreg.pid) and wait until it is gone; it writes its
 # summary to its log on the way out.
 stop_faultreg() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # Test nodes end to end ("Install on test nodes" in docs/test-nodes.md): two
-# nodes made by hack/nodes.sh (Debian 12 roots with sshd, each in network,
+# nodes made by hack/nodes/nodes.sh (Debian 12 roots with sshd, each in network,
 # mount, UTS and PID namespaces of its own, reached over ssh at 10.205.<i>.2),
 # driven by Ansible as real nodes are. The rollout playbook installs the
 # packages on both and checks them; a build that fails its check is rolled
@@ -17,21 +17,21 @@ setup_file() {
 		return 1
 	}
 	command -v ansible-playbook >/dev/null || {
-		echo "ansible-playbook is missing (hack/install-deps.sh installs ansible-core)" >&2
+		echo "ansible-playbook is missing (hack/stack/install-deps.sh installs ansible-core)" >&2
 		return 1
 	}
 	WORK=$(mktemp -d /var/tmp/moby-ab-nodes-test.XXXXXX)
 	echo "$WORK" >"$BATS_FILE_TMPDIR/work"
 	export WORK
-	DEB_XZ_LEVEL=0 "$AB_ROOT/hack/deb.sh" --out "$WORK/debs" >/dev/null
+	DEB_XZ_LEVEL=0 "$AB_ROOT/hack/nodes/deb.sh" --out "$WORK/debs" >/dev/null
 	# A build that cannot start: the patched package, its dockerd replaced, one revision up.
 	dpkg-deb -R "$(ls "$WORK"/debs/moby-ab-dockerd_*+ab.*-1_amd64.deb)" "$WORK/broken"
 	printf '#!/bin/sh\necho "this build cannot start" >&2\nexit 1\n' >"$WORK/broken/usr/lib/moby-ab/bin/dockerd"
 	sed -i 's/^\(Version: .*\)-1$/\1-3/' "$WORK/broken/DEBIAN/control"
 	mkdir "$WORK/broken-deb"
 	dpkg-deb -Zgzip -b "$WORK/broken" "$WORK/broken-deb/" >/dev/null
-	"$AB_ROOT/hack/bundle.sh" --out "$WORK/bundle" >/dev/null
-	"$AB_ROOT/hack/nodes.sh" up "$WORK/nodes" 2
+	"$AB_ROOT/hack/nodes/bundle.sh" --out "$WORK/bundle" >/dev/null
+	"$AB_ROOT/hack/nodes/nodes.sh" up "$WORK/nodes" 2
 }
 
 teardown_file() {
@@ -40,7 +40,7 @@ teardown_file() {
 	[ -d "$work" ] || return 0
 	local d
 	for d in nodes left again third; do
-		"$AB_ROOT/hack/nodes.sh" down "$work/$d"
+		"$AB_ROOT/hack/nodes/nodes.sh" down "$work/$d"
 	done
 	rm -rf --one-file-system "$work"
 }
@@ -55,10 +55,10 @@ play() { # playbook args...: ansible-playbook against the test nodes
 	local book=$1
 	shift
 	ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 ansible-playbook -i "$WORK/nodes/inventory.ini" \
-		"$AB_ROOT/hack/ansible/$book" "$@"
+		"$AB_ROOT/hack/nodes/ansible/$book" "$@"
 }
 
-on_node() { "$AB_ROOT/hack/nodes.sh" ssh "$WORK/nodes" "$@"; }
+on_node() { "$AB_ROOT/hack/nodes/nodes.sh" ssh "$WORK/nodes" "$@"; }
 
 # The package version on node I, and the version its daemon answers with.
 installed() { on_node "$1" "dpkg-query -W -f '\${Version}' moby-ab-dockerd"; }
@@ -125,7 +125,7 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	local i
 	for i in 1 2; do
 		[ "$(jq -r .machine.hostname "$WORK/results/ab-node$i/results.json")" = "ab-node$i" ]
-		[ "$(jq -r .provenance.series "$WORK/results/ab-node$i/results.json")" = "$("$AB_ROOT/hack/patches.sh" hash)" ]
+		[ "$(jq -r .provenance.series "$WORK/results/ab-node$i/results.json")" = "$("$AB_ROOT/hack/stack/patches.sh" hash)" ]
 		[ -f "$WORK/results/ab-node$i/report.md" ]
 	done
 	run jq -r '.nodes | join(" ")' "$WORK/results/report/nodes.json"
@@ -148,7 +148,7 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 }
 
 @test "nodes: down removes every node, its namespaces, links and mounts" {
-	"$AB_ROOT/hack/nodes.sh" down "$WORK/nodes"
+	"$AB_ROOT/hack/nodes/nodes.sh" down "$WORK/nodes"
 	[ ! -e "$WORK/nodes" ]
 	run ip netns list
 	refute_output --partial ab-node
@@ -159,7 +159,7 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 }
 
 @test "nodes: nodes left by a run that ended without down do not stop the next" {
-	"$AB_ROOT/hack/nodes.sh" up "$WORK/left" 1
+	"$AB_ROOT/hack/nodes/nodes.sh" up "$WORK/left" 1
 	# the run ends without down: its node's init and everything in it die
 	kill -KILL "$(cat "$WORK/left/node1/pid")"
 	local t
@@ -168,17 +168,17 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 		sleep 0.1
 	done
 	[ -e /run/netns/ab-node1 ]
-	run "$AB_ROOT/hack/nodes.sh" up "$WORK/again" 1
+	run "$AB_ROOT/hack/nodes/nodes.sh" up "$WORK/again" 1
 	assert_success
 	assert_output --partial "removing the nodes of a run that ended without down: $WORK/left"
 	[ ! -e "$WORK/left" ]
-	run "$AB_ROOT/hack/nodes.sh" ssh "$WORK/again" 1 hostname
+	run "$AB_ROOT/hack/nodes/nodes.sh" ssh "$WORK/again" 1 hostname
 	assert_output ab-node1
 	# a live node is never taken: a second run refuses
-	run "$AB_ROOT/hack/nodes.sh" up "$WORK/third" 1
+	run "$AB_ROOT/hack/nodes/nodes.sh" up "$WORK/third" 1
 	assert_failure
 	assert_output --partial "ab-node1 of $WORK/again is running"
-	"$AB_ROOT/hack/nodes.sh" down "$WORK/again"
+	"$AB_ROOT/hack/nodes/nodes.sh" down "$WORK/again"
 	run ip netns list
 	refute_output --partial ab-node
 	run grep moby-ab-node /proc/mounts

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# podman, a peer of the pull suites (hack/podman-host.sh, hack/ab/systems/podman.py):
+# podman, a peer of the pull suites (hack/hosts/podman-host.sh, hack/ab/systems/podman.py):
 # the harness's own pull and cold commands put an image's layers, byte for
 # byte, into the test host's own storage and take them out again, and down
 # leaves nothing, in the host or at podman's machine-wide defaults.
@@ -14,15 +14,15 @@ LAYERS=3 # of 256 KiB each
 DEFAULTS="/var/lib/containers /run/containers /run/libpod /dev/shm/libpod_lock /var/lib/cni"
 
 setup_file() {
-	"$AB_ROOT/hack/registry.sh" up >/dev/null
+	"$AB_ROOT/hack/hosts/registry.sh" up >/dev/null
 	(cd "$AB_ROOT/hack" && /usr/bin/python3 -c "
 import ab.hosts as h
 h.push_random_image('ab/podman-small', 'v1', [256 << 10] * $LAYERS, seed=$SEED)") >/dev/null
 }
 
 teardown_file() {
-	"$AB_ROOT/hack/podman-host.sh" down podman >/dev/null 2>&1 || true
-	"$AB_ROOT/hack/registry.sh" down
+	"$AB_ROOT/hack/hosts/podman-host.sh" down podman >/dev/null 2>&1 || true
+	"$AB_ROOT/hack/hosts/registry.sh" down
 }
 
 setup() {
@@ -36,7 +36,7 @@ setup() {
 }
 
 teardown() {
-	"$AB_ROOT/hack/podman-host.sh" down podman >/dev/null 2>&1 || true
+	"$AB_ROOT/hack/hosts/podman-host.sh" down podman >/dev/null 2>&1 || true
 }
 
 # system <python expression>: what hack/ab/systems/podman.py gives
@@ -48,7 +48,7 @@ served() { # bytes the registry's namespace sent towards test host podman
 	ip -n ab-reg -j -s link show ab-podman-reg | jq '.[0].stats64.tx.bytes'
 }
 
-# the sha256 of each layer's one file, as hack/testimages/mkimage.py made it
+# the sha256 of each layer's one file, as hack/hosts/testimages/mkimage.py made it
 want_layer_sums() {
 	/usr/bin/python3 -c "
 import hashlib, random
@@ -67,7 +67,7 @@ got_layer_sums() {
 }
 
 @test "podman: a cold pull through the harness stores every layer's bytes in the host's own storage" {
-	run "$AB_ROOT/hack/podman-host.sh" up podman
+	run "$AB_ROOT/hack/hosts/podman-host.sh" up podman
 	assert_success
 	pull=$(system "p.pull_command(None, ['$REF'])")
 	cold=$(system "p.cold_command(None, ['$REF'])")
@@ -80,7 +80,7 @@ got_layer_sums() {
 		[ $(($(served) - before)) -ge $((LAYERS * 256 * 1024)) ]
 		# every layer, byte for byte, in the host's storage
 		assert_equal "$(got_layer_sums)" "$(want_layer_sums)"
-		run "$AB_ROOT/hack/podman-host.sh" podman podman image inspect --format '{{len .RootFS.Layers}}' "$REF"
+		run "$AB_ROOT/hack/hosts/podman-host.sh" podman podman image inspect --format '{{len .RootFS.Layers}}' "$REF"
 		assert_output "$LAYERS"
 
 		# the cold command leaves no image and no layer: the next round
@@ -88,12 +88,12 @@ got_layer_sums() {
 		run sh -c "$cold"
 		assert_success
 		assert_equal "$(got_layer_sums)" ""
-		run "$AB_ROOT/hack/podman-host.sh" podman podman images --all --quiet
+		run "$AB_ROOT/hack/hosts/podman-host.sh" podman podman images --all --quiet
 		assert_success
 		assert_output ""
 	done
 
-	run "$AB_ROOT/hack/podman-host.sh" down podman
+	run "$AB_ROOT/hack/hosts/podman-host.sh" down podman
 	assert_success
 	[ ! -e /run/netns/ab-podman ]
 	[ ! -e /run/moby-ab/podman ]
@@ -119,14 +119,14 @@ $1")
 }
 
 field_of() { # name: the memory holder's last report's value of it
-	"$AB_ROOT/hack/podman-host.sh" podman podman logs --tail 1 abcp-mh | sed -n "s/.* $1=\\([0-9]*\\) .*/\\1/p"
+	"$AB_ROOT/hack/hosts/podman-host.sh" podman podman logs --tail 1 abcp-mh | sed -n "s/.* $1=\\([0-9]*\\) .*/\\1/p"
 }
 passes_above() { [ "$(field_of verified_passes)" -gt "$1" ]; }
 
 @test "podman: the harness's checkpoint and restore keep a memory holder's memory and count" {
-	run "$AB_ROOT/hack/podman-host.sh" up podman
+	run "$AB_ROOT/hack/hosts/podman-host.sh" up podman
 	assert_success
-	run "$AB_ROOT/hack/podman-host.sh" podman podman load -q -i "$AB_ROOT/build/images/memholder.tar"
+	run "$AB_ROOT/hack/hosts/podman-host.sh" podman podman load -q -i "$AB_ROOT/build/images/memholder.tar"
 	assert_success
 	host "podman.run_container(p, 'abcp-mh', 'ab/memholder', ['memholder', '-r', '200', '16'])"
 	wait_for 30 passes_above -1
@@ -137,7 +137,7 @@ passes_above() { [ "$(field_of verified_passes)" -gt "$1" ]; }
 
 	run host "assert podman.checkpoint(p, 'abcp-mh', 'cp0', False).returncode == 0"
 	assert_success
-	run "$AB_ROOT/hack/podman-host.sh" podman podman inspect --format '{{.State.Status}} {{.State.Checkpointed}}' abcp-mh
+	run "$AB_ROOT/hack/hosts/podman-host.sh" podman podman inspect --format '{{.State.Status}} {{.State.Checkpointed}}' abcp-mh
 	assert_output "exited true"
 	# CRIU's images of its memory, kept with the container
 	run sh -c "ls /var/lib/moby-ab/podman/storage/overlay-containers/*/userdata/checkpoint/pages-*.img"
@@ -145,27 +145,27 @@ passes_above() { [ "$(field_of verified_passes)" -gt "$1" ]; }
 
 	run host "assert podman.restore(p, 'abcp-mh', 'cp0').returncode == 0"
 	assert_success
-	run "$AB_ROOT/hack/podman-host.sh" podman podman inspect --format '{{.State.Status}} {{.State.Restored}}' abcp-mh
+	run "$AB_ROOT/hack/hosts/podman-host.sh" podman podman inspect --format '{{.State.Status}} {{.State.Restored}}' abcp-mh
 	assert_output "running true"
 	# the same process goes on from its count, and verifies all of its
 	# memory again after the restore
 	wait_for 20 passes_above "$passes"
 	run field_of count
 	[ "$output" -gt "$count" ]
-	run "$AB_ROOT/hack/podman-host.sh" podman podman logs abcp-mh
+	run "$AB_ROOT/hack/hosts/podman-host.sh" podman podman logs abcp-mh
 	refute_output --partial "CORRUPT"
 	# one count all along: a process started afresh would count from 0
 	sed -n 's/.* count=\([0-9]*\) .*/\1/p' <<<"$output" | sort -n -c
 
 	host "podman.remove(p, ['abcp-mh'])"
-	run "$AB_ROOT/hack/podman-host.sh" down podman
+	run "$AB_ROOT/hack/hosts/podman-host.sh" down podman
 	assert_success
 	run grep -E ' /(run|var/lib)/moby-ab/podman[/ ]' /proc/self/mountinfo
 	assert_failure
 }
 
 @test "podman: a bad setting is refused naming the key, and nothing is created" {
-	run "$AB_ROOT/hack/podman-host.sh" up podman --engine '{"image_parallel_copies": 0}'
+	run "$AB_ROOT/hack/hosts/podman-host.sh" up podman --engine '{"image_parallel_copies": 0}'
 	assert_failure
 	assert_output --partial "image_parallel_copies: want an integer >= 1"
 	[ ! -e /run/netns/ab-podman ]

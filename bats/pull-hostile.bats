@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# A hostile registry (hack/faultreg.py's faults in front of the registry)
+# A hostile registry (hack/hosts/faultreg.py's faults in front of the registry)
 # against both daemons, on the containerd image store. Every case pulls an
 # image of two layers of a few MiB through the faults, on a fresh stock
 # daemon and then on a fresh patched one (per-registry limits adaptive, so
@@ -43,7 +43,7 @@ CAPPED=4mbit
 FIXED='{"registry-download-concurrency": {"10.199.0.1:5001": {"mode": "fixed", "limit": 4}}}'
 
 setup_file() {
-	"$AB_ROOT/hack/registry.sh" up >/dev/null
+	"$AB_ROOT/hack/hosts/registry.sh" up >/dev/null
 	# two layers of random bytes of a few MiB (not multiples of anything)
 	# and a small one, pushed without a daemon
 	(cd "$AB_ROOT/hack" && /usr/bin/python3 -c '
@@ -57,7 +57,7 @@ h.push_random_image("ab/hostile", "v1", [(3 << 20) + 123457, (2 << 20) + 65537, 
 }
 
 teardown_file() {
-	"$AB_ROOT/hack/registry.sh" down
+	"$AB_ROOT/hack/hosts/registry.sh" down
 }
 
 setup() {
@@ -72,8 +72,8 @@ teardown() {
 		kill "$pid" 2>/dev/null || true
 		wait_for 10 bash -c "! kill -0 $pid 2>/dev/null" || kill -KILL "$pid" 2>/dev/null || true
 	done
-	"$AB_ROOT/hack/daemon.sh" down patched >/dev/null 2>&1 || true
-	"$AB_ROOT/hack/daemon.sh" down stock >/dev/null 2>&1 || true
+	"$AB_ROOT/hack/hosts/daemon.sh" down patched >/dev/null 2>&1 || true
+	"$AB_ROOT/hack/hosts/daemon.sh" down stock >/dev/null 2>&1 || true
 }
 
 # up_flavour stock|patched: a fresh daemon with debug on (for its goroutine
@@ -85,7 +85,7 @@ up_flavour() {
 	else
 		jq -n '{"debug": true}' >"$cfg"
 	fi
-	"$AB_ROOT/hack/daemon.sh" up "$1" --config "$cfg" >"$BATS_TEST_TMPDIR/env"
+	"$AB_ROOT/hack/hosts/daemon.sh" up "$1" --config "$cfg" >"$BATS_TEST_TMPDIR/env"
 	. "$BATS_TEST_TMPDIR/env"
 }
 
@@ -93,7 +93,7 @@ up_flavour() {
 # (its storage listener, for redirect-expire, at :5002); its log is faults.log
 start_faultreg() {
 	rm -f "$BATS_TEST_TMPDIR/faults.log"
-	setsid nsenter --net=/run/netns/ab-reg python3 "$AB_ROOT/hack/faultreg.py" \
+	setsid nsenter --net=/run/netns/ab-reg python3 "$AB_ROOT/hack/hosts/faultreg.py" \
 		--listen 10.199.0.1:5001 --upstream http://10.199.0.1:5000 --min-size "$MIN_SIZE" \
 		--faults "$1" "${@:2}" --log "$BATS_TEST_TMPDIR/faults.log" </dev/null >"$BATS_TEST_TMPDIR/faultreg.out" 2>&1 &
 	echo $! >"$BATS_TEST_TMPDIR/faultreg.pid"
@@ -213,7 +213,7 @@ pull_case() {
 	sent=$(large_bytes)
 	size=$(large_size)
 	echo "# $flavour: $res in ${t0} ms${msg:+ ($msg)}; the registry sent $sent bytes of the ${size}-byte layers ($((sent * 100 / size))%), $(grep -c '^FAULT' "$BATS_TEST_TMPDIR/faults.log") faults; RSS +$(((peak - idle_rss) / 1024)) MiB (idle $((idle_rss / 1024)) MiB), goroutines $idle_g idle, $g after" >&3
-	"$AB_ROOT/hack/daemon.sh" down "$flavour" >/dev/null
+	"$AB_ROOT/hack/hosts/daemon.sh" down "$flavour" >/dev/null
 }
 
 # both FAULTS [faultreg options...]: the case on stock, then on patched; then

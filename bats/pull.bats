@@ -9,7 +9,7 @@ METRICS=127.0.0.1:9323
 REF=10.199.0.1:5000/ab/pull-small:v1
 
 setup_file() {
-	"$AB_ROOT/hack/registry.sh" up >/dev/null
+	"$AB_ROOT/hack/hosts/registry.sh" up >/dev/null
 	# 10 layers of 256 KiB of random bytes, pushed without a daemon.
 	(cd "$AB_ROOT/hack" && /usr/bin/python3 -c '
 import ab.hosts as h
@@ -17,7 +17,7 @@ h.push_random_image("ab/pull-small", "v1", [256 << 10] * 10, seed=42)') >/dev/nu
 }
 
 teardown_file() {
-	"$AB_ROOT/hack/registry.sh" down
+	"$AB_ROOT/hack/hosts/registry.sh" down
 }
 
 setup() {
@@ -28,8 +28,8 @@ teardown() {
 	if [ -f "$BATS_TEST_TMPDIR/faultreg.pid" ]; then
 		kill "$(cat "$BATS_TEST_TMPDIR/faultreg.pid")" 2>/dev/null || true
 	fi
-	"$AB_ROOT/hack/daemon.sh" down patched >/dev/null 2>&1 || true
-	"$AB_ROOT/hack/daemon.sh" down stock >/dev/null 2>&1 || true
+	"$AB_ROOT/hack/hosts/daemon.sh" down patched >/dev/null 2>&1 || true
+	"$AB_ROOT/hack/hosts/daemon.sh" down stock >/dev/null 2>&1 || true
 }
 
 # The feature is opt-in: an adaptive default entry turns it on.
@@ -39,7 +39,7 @@ GD_ADAPTIVE='{"features": {"containerd-snapshotter": false}, "registry-download-
 up_patched() { # [extra config json]
 	local cfg=$BATS_TEST_TMPDIR/daemon.json
 	jq -n --argjson extra "${1:-{\}}" --arg m "$METRICS" '{"debug": true, "metrics-addr": $m} + $extra' >"$cfg"
-	"$AB_ROOT/hack/daemon.sh" up patched "${@:2}" --config "$cfg" >"$BATS_TEST_TMPDIR/env"
+	"$AB_ROOT/hack/hosts/daemon.sh" up patched "${@:2}" --config "$cfg" >"$BATS_TEST_TMPDIR/env"
 	. "$BATS_TEST_TMPDIR/env"
 }
 
@@ -74,7 +74,7 @@ cold_pull() { # ref
 	done
 	# and a real start is refused the same way
 	jq -n '{"registry-download-concurrency": {"default": {"mode": "fixed", "limit": 0}}}' >"$BATS_TEST_TMPDIR/bad.json"
-	run "$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
 	assert_failure
 	assert_output --partial 'invalid registry-download-concurrency["default"]: limit must be between 1 and 64, got 0'
 }
@@ -88,7 +88,7 @@ cold_pull() { # ref
 	run metric registry_download_limit 10.199.0.1:5000
 	assert_output ""
 	jq -n --arg m "$METRICS" '{"debug": true, "metrics-addr": $m}' >"$BATS_TEST_TMPDIR/same.json"
-	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/same.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/same.json"
 	assert_success
 	run grep -c 'Layer downloads: at most 3 at once (max-concurrent-downloads), all registries together' /var/lib/moby-ab/patched/dockerd.log
 	assert_output 2
@@ -119,7 +119,7 @@ summary() {
 
 # pull_measured REF: a cold pull through faultreg over the test link
 pull_measured() {
-	"$AB_ROOT/hack/link.sh" up patched --rtt 100ms --rate 10mbit >/dev/null
+	"$AB_ROOT/hack/hosts/link.sh" up patched --rtt 100ms --rate 10mbit >/dev/null
 	rm -f "$BATS_TEST_TMPDIR/faults.log"
 	start_faultreg
 	cold_pull "$1"
@@ -160,7 +160,7 @@ pull_measured() {
 
 	# restart within 1-10, keeping data-root: the first pull starts at what
 	# was learned, seen in the layer GETs the registry gets at once
-	"$AB_ROOT/hack/daemon.sh" down patched --keep-data >/dev/null
+	"$AB_ROOT/hack/hosts/daemon.sh" down patched --keep-data >/dev/null
 	up_patched "$GD_ADAPTIVE"
 	pull_measured "$ref"
 	wave=$(first_wave)
@@ -170,7 +170,7 @@ pull_measured() {
 	[ "$wave" = "$learned" ]
 
 	# control: the same restart without the learned state opens more
-	"$AB_ROOT/hack/daemon.sh" down patched --keep-data >/dev/null
+	"$AB_ROOT/hack/hosts/daemon.sh" down patched --keep-data >/dev/null
 	rm /var/lib/moby-ab/patched/data/registry-download-concurrency.json
 	up_patched "$GD_ADAPTIVE"
 	pull_measured "$ref"
@@ -184,12 +184,12 @@ pull_measured() {
 	cold_pull "$REF"
 	jq -n --arg m "$METRICS" '{"debug": true, "metrics-addr": $m,
 		"registry-download-concurrency": {"10.199.0.1:5001": {"mode": "fixed", "limit": 2}}}' >"$BATS_TEST_TMPDIR/good.json"
-	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/good.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/good.json"
 	assert_success
 
 	jq '."registry-download-concurrency"["10.199.0.1:5001"] = {"mode": "fixed", "limit": 99}' \
 		"$BATS_TEST_TMPDIR/good.json" >"$BATS_TEST_TMPDIR/bad.json"
-	run "$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/bad.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/bad.json"
 	assert_failure
 	assert_output --partial "reload refused"
 	assert_output --partial 'invalid registry-download-concurrency[\"10.199.0.1:5001\"]: limit must be between 1 and 64, got 99'
@@ -217,7 +217,7 @@ pull_measured() {
 	wait_for 30 bash -c "[ \$(grep -c '^BLOB start' '$BATS_TEST_TMPDIR/faults.log') -ge 6 ]"
 	jq -n --arg m "$METRICS" '{"debug": true, "metrics-addr": $m,
 		"registry-download-concurrency": {"10.199.0.1:5001": {"mode": "fixed", "limit": 1}}}' >"$BATS_TEST_TMPDIR/one.json"
-	"$AB_ROOT/hack/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/one.json" >/dev/null
+	"$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/one.json" >/dev/null
 	at=$(date +%s.%N)
 	rc=0
 	wait "$pid" || rc=$?
@@ -264,7 +264,7 @@ pull_measured() {
 # start_faultreg [faults [faultreg options...]]: the proxy at 10.199.0.1:5001;
 # its log is faults.log
 start_faultreg() {
-	setsid nsenter --net=/run/netns/ab-reg python3 "$AB_ROOT/hack/faultreg.py" \
+	setsid nsenter --net=/run/netns/ab-reg python3 "$AB_ROOT/hack/hosts/faultreg.py" \
 		--listen 10.199.0.1:5001 --upstream http://10.199.0.1:5000 \
 		--faults "${1:-}" "${@:2}" --log "$BATS_TEST_TMPDIR/faults.log" </dev/null >/dev/null 2>&1 &
 	echo $! >"$BATS_TEST_TMPDIR/faultreg.pid"
@@ -290,7 +290,7 @@ start_faultreg() {
 		echo "# $store: $output" >&3
 		assert_output "max_concurrent_blobs=2"
 		rm -f "$BATS_TEST_TMPDIR/faults.log"
-		"$AB_ROOT/hack/daemon.sh" down patched >/dev/null
+		"$AB_ROOT/hack/hosts/daemon.sh" down patched >/dev/null
 	done
 }
 
@@ -302,7 +302,7 @@ up_flavour() {
 		return
 	fi
 	jq -n '{"debug": true}' >"$BATS_TEST_TMPDIR/stock.json"
-	"$AB_ROOT/hack/daemon.sh" up stock --config "$BATS_TEST_TMPDIR/stock.json" >"$BATS_TEST_TMPDIR/env"
+	"$AB_ROOT/hack/hosts/daemon.sh" up stock --config "$BATS_TEST_TMPDIR/stock.json" >"$BATS_TEST_TMPDIR/env"
 	. "$BATS_TEST_TMPDIR/env"
 }
 
@@ -366,7 +366,7 @@ h.push_random_image("ab/pull-reset", "v1", [100 << 20], seed=90)') >/dev/null
 			[ "$tries" = 2 ]
 		fi
 		rm -f "$BATS_TEST_TMPDIR/faults.log"
-		"$AB_ROOT/hack/daemon.sh" down "$flavour" >/dev/null
+		"$AB_ROOT/hack/hosts/daemon.sh" down "$flavour" >/dev/null
 	done
 }
 
@@ -417,6 +417,6 @@ h.push_random_image("ab/pull-capped", "v1", [48 << 20], seed=48)') >/dev/null
 			[ "$ranges" = 0 ]
 		fi
 		rm -f "$BATS_TEST_TMPDIR/faults.log"
-		"$AB_ROOT/hack/daemon.sh" down "${flavour%-graphdriver}" >/dev/null
+		"$AB_ROOT/hack/hosts/daemon.sh" down "${flavour%-graphdriver}" >/dev/null
 	done
 }

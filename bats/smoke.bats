@@ -43,7 +43,7 @@ check_version() {
 }
 
 @test "patched: daemon starts and reports <upstream version>+ab.<series hash>" {
-	check_version patched "$UPSTREAM_VERSION+ab.$("$AB_ROOT/hack/patches.sh" hash)"
+	check_version patched "$UPSTREAM_VERSION+ab.$("$AB_ROOT/hack/stack/patches.sh" hash)"
 }
 
 check_run() {

@@ -11,12 +11,12 @@ setup() {
 }
 
 teardown() {
-	"$AB_ROOT/hack/daemon.sh" down patched >/dev/null 2>&1 || true
+	"$AB_ROOT/hack/hosts/daemon.sh" down patched >/dev/null 2>&1 || true
 }
 
 start_with_device() { # device: try to start the patched daemon on it
 	jq -n --arg d "$1" '{"checkpoint-zoned-device": $d}' >"$BATS_TEST_TMPDIR/zoned.json"
-	run "$AB_ROOT/hack/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/zoned.json"
+	run "$AB_ROOT/hack/hosts/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/zoned.json"
 }
 
 @test "zoned: a device that is missing, not a block device or not zoned is refused at start, naming the option" {

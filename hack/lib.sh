@@ -49,7 +49,7 @@ abgit() {
 # checksum database).
 module_download() {
 	local module=${2:-$UPSTREAM_MODULE}
-	command -v jq >/dev/null || die "upstream: jq is required (hack/install-deps.sh installs it)"
+	command -v jq >/dev/null || die "upstream: jq is required (hack/stack/install-deps.sh installs it)"
 	log "upstream: fetching Go module $module@$1"
 	GOFLAGS=-mod=mod go mod download -json "$module@$1" ||
 		die "upstream: go mod download $module@$1 failed (is the Go module proxy reachable?)"
@@ -113,7 +113,7 @@ run_memholder() {
 	die "memory holder $1 never got ready"
 }
 
-# Runtime layout of the test hosts (hack/daemon.sh, hack/registry.sh).
+# Runtime layout of the test hosts (hack/hosts/daemon.sh, hack/hosts/registry.sh).
 AB_RUN=${AB_RUN:-/run/moby-ab}
 AB_VAR=${AB_VAR:-/var/lib/moby-ab}
 # The registry lives in a network namespace of its own and is reached by every
@@ -123,16 +123,16 @@ REG_ADDR=10.199.0.1
 REG_PORT=5000
 REGISTRY=$REG_ADDR:$REG_PORT
 # The same registry at a second address: to a daemon, a second registry
-# (another host:port), which hack/link.sh --second can put behind a link of
+# (another host:port), which hack/hosts/link.sh --second can put behind a link of
 # its own.
 REG_ADDR2=10.199.0.2
 REGISTRY2=$REG_ADDR2:$REG_PORT
 
 # A test host's index: its veth to the registry is 10.199.<index>.0/30 (its
 # second link's 10.199.<10+index>.0/30). stock and patched are dockerd hosts
-# (hack/daemon.sh); ctrd is containerd's own daemon and podman Debian's
+# (hack/hosts/daemon.sh); ctrd is containerd's own daemon and podman Debian's
 # podman, peers the harness compares the patched daemon with
-# (hack/containerd-host.sh, hack/podman-host.sh). Host names stay short: an
+# (hack/hosts/containerd-host.sh, hack/hosts/podman-host.sh). Host names stay short: an
 # interface name (ab-<host>-reg2, abl2-<host>) has 15 bytes at most.
 TEST_HOSTS="stock patched ctrd podman"
 flavour_index() {

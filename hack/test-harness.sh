@@ -20,41 +20,41 @@ check() { # name cmd...
 }
 
 mkdir -p "$AB_BUILD"
-for f in "$AB_ROOT"/hack/*.sh "$AB_ROOT"/hack/zns-vm/*.sh "$AB_ROOT"/.ci/run; do
+for f in "$AB_ROOT"/hack/*.sh "$AB_ROOT"/hack/*/*.sh "$AB_ROOT"/hack/zoned/zns-vm/*.sh "$AB_ROOT"/.ci/run; do
 	check "bash -n ${f#"$AB_ROOT"/}" bash -n "$f"
 done
 if command -v shellcheck >/dev/null; then
-	check "shellcheck hack/" shellcheck -x -S warning "$AB_ROOT"/hack/*.sh "$AB_ROOT"/hack/zns-vm/*.sh \
+	check "shellcheck hack/" shellcheck -x -S warning "$AB_ROOT"/hack/*.sh "$AB_ROOT"/hack/*/*.sh "$AB_ROOT"/hack/zoned/zns-vm/*.sh \
 		"$AB_ROOT"/hack/nodes/unit-run "$AB_ROOT"/.ci/run
 fi
 if command -v ansible-playbook >/dev/null; then
-	for f in "$AB_ROOT"/hack/ansible/*.yml; do
+	for f in "$AB_ROOT"/hack/nodes/ansible/*.yml; do
 		check "ansible-playbook --syntax-check ${f#"$AB_ROOT"/}" ansible-playbook --syntax-check -i localhost, "$f"
 	done
 fi
-check "patch queue: applies, exports byte-identical, each patch builds" "$AB_ROOT/hack/patches.sh" check
+check "patch queue: applies, exports byte-identical, each patch builds" "$AB_ROOT/hack/stack/patches.sh" check
 # A patch without the Upstream:/Drop-when: trailers is refused.
 trailerless() {
 	local d rc=0
 	d=$(mktemp -d)
 	printf '0001-x.patch\n' >"$d/series"
 	printf 'Subject: [PATCH] x: y\n\nMeant for upstream.\n\nSigned-off-by: a <a@b>\n---\n' >"$d/0001-x.patch"
-	if "$AB_ROOT/hack/patches.sh" check-trailers "$d"; then rc=1; fi
+	if "$AB_ROOT/hack/stack/patches.sh" check-trailers "$d"; then rc=1; fi
 	printf 'Subject: [PATCH] x: y\n\nUpstream: yes\nDrop-when: never\nSigned-off-by: a <a@b>\n---\n' >"$d/0001-x.patch"
-	"$AB_ROOT/hack/patches.sh" check-trailers "$d" || rc=1
+	"$AB_ROOT/hack/stack/patches.sh" check-trailers "$d" || rc=1
 	rm -rf "$d"
 	return "$rc"
 }
 check "patch queue: a patch without Upstream:/Drop-when: trailers is refused" trailerless
 # The zns replayer (built in the patched tree) first: the harness's tests
 # replay through it.
-check "zns-replay: go vet and unit tests (in the patched tree)" bash -c "'$AB_ROOT/hack/zns-replay.sh' vet && '$AB_ROOT/hack/zns-replay.sh' test"
+check "zns-replay: go vet and unit tests (in the patched tree)" bash -c "'$AB_ROOT/hack/zoned/zns-replay.sh' vet && '$AB_ROOT/hack/zoned/zns-replay.sh' test"
 PYTHON=${PYTHON:-/usr/bin/python3}
 check "harness: suites, statistics, report (unittest)" env PYTHONPATH="$AB_ROOT/hack" "$PYTHON" -m unittest discover -s "$AB_ROOT/hack/ab/tests" -t "$AB_ROOT/hack"
-check "linkemu: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/linkemu' && go vet . && go test -count=1 ."
-check "pingpong: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/testimages/pingpong' && go vet . && go test -count=1 ."
-check "mkimage: reproducible archives" python3 -m unittest discover -s "$AB_ROOT/hack/testimages" -p '*_test.py'
-for t in "$AB_ROOT"/hack/testimages/*_test.sh; do
+check "linkemu: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/hosts/linkemu' && go vet . && go test -count=1 ."
+check "pingpong: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/hosts/testimages/pingpong' && go vet . && go test -count=1 ."
+check "mkimage: reproducible archives" python3 -m unittest discover -s "$AB_ROOT/hack/hosts/testimages" -p '*_test.py'
+for t in "$AB_ROOT"/hack/hosts/testimages/*_test.sh; do
 	[ -e "$t" ] || continue
 	check "${t#"$AB_ROOT"/}" bash "$t"
 done

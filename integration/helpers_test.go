@@ -23,7 +23,7 @@ var root = func() string {
 	return filepath.Dir(wd)
 }()
 
-// daemon is one flavour started by hack/daemon.sh for the test.
+// daemon is one flavour started by hack/hosts/daemon.sh for the test.
 type daemon struct {
 	t      *testing.T
 	sock   string
@@ -35,13 +35,13 @@ func startDaemon(t *testing.T, flavour string) *daemon {
 	if os.Geteuid() != 0 {
 		t.Fatal("integration tests need root (test hosts are network namespaces)")
 	}
-	out, err := exec.Command(filepath.Join(root, "hack", "daemon.sh"), "up", flavour).Output()
+	out, err := exec.Command(filepath.Join(root, "hack", "hosts", "daemon.sh"), "up", flavour).Output()
 	if err != nil {
-		t.Fatalf("hack/daemon.sh up %s: %v: %s", flavour, err, stderrOf(err))
+		t.Fatalf("hack/hosts/daemon.sh up %s: %v: %s", flavour, err, stderrOf(err))
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command(filepath.Join(root, "hack", "daemon.sh"), "down", flavour).CombinedOutput(); err != nil {
-			t.Errorf("hack/daemon.sh down %s: %v: %s", flavour, err, out)
+		if out, err := exec.Command(filepath.Join(root, "hack", "hosts", "daemon.sh"), "down", flavour).CombinedOutput(); err != nil {
+			t.Errorf("hack/hosts/daemon.sh down %s: %v: %s", flavour, err, out)
 		}
 	})
 	sock := strings.TrimSpace(strings.SplitN(string(out), "unix://", 2)[1])
@@ -92,7 +92,7 @@ func (d *daemon) getJSON(path string, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
 }
 
-// patchedDataRoot is the patched test host's data-root (hack/daemon.sh).
+// patchedDataRoot is the patched test host's data-root (hack/hosts/daemon.sh).
 const patchedDataRoot = "/var/lib/moby-ab/patched/data"
 
 // forTest is the daemon with its failures reported to t (a subtest).

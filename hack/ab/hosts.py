@@ -1,4 +1,4 @@
-"""The test hosts: thin wrappers over hack/daemon.sh, registry.sh, link.sh and
+"""The test hosts: thin wrappers over hack/hosts/daemon.sh, registry.sh, link.sh and
 images.sh, so that the harness and the shell suites share one implementation."""
 import json
 import os
@@ -12,11 +12,16 @@ from . import units
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HACK = os.path.join(ROOT, "hack")
+# hack/ by concern: the test hosts, their links and images; the upstream
+# tree, the series and the builds; the measurement scripts
+HOSTS = os.path.join(HACK, "hosts")
+STACK = os.path.join(HACK, "stack")
+MEASURE = os.path.join(HACK, "measure")
 REGISTRY = "10.199.0.1:5000"
-# hack/faultreg.py in front of the registry, where a suite asks for one
+# hack/hosts/faultreg.py in front of the registry, where a suite asks for one
 REGISTRY_PROXY = "10.199.0.1:5001"
 # the same registry at a second address (hack/lib.sh REGISTRY2): to a daemon,
-# a second registry, reached over a link of its own (hack/link.sh --second)
+# a second registry, reached over a link of its own (hack/hosts/link.sh --second)
 REGISTRY2 = "10.199.0.2:5000"
 REGISTRY2_PROXY = "10.199.0.2:5001"
 # where hack/lib.sh keeps the test hosts' state (AB_RUN, AB_VAR, AB_PREFIX there)
@@ -65,7 +70,7 @@ class Daemon:
         """Start the test host's dockerd with config; binary: which of
         bin/dockerd-* it runs (its flavour's by default)."""
         args = ["--binary", binary] if binary and binary != self.flavour else []
-        out = sh(os.path.join(HACK, "daemon.sh"), "up", self.flavour, "--config", self._write(config),
+        out = sh(os.path.join(HOSTS, "daemon.sh"), "up", self.flavour, "--config", self._write(config),
                  *args).stdout
         self.sock = out.strip().split("unix://", 1)[1]
         self.config = dict(config)
@@ -74,7 +79,7 @@ class Daemon:
     def apply(self, config):
         """Make the daemon run with config: reload when it differs."""
         if config != self.config:
-            sh(os.path.join(HACK, "daemon.sh"), "reload", self.flavour, "--config", self._write(config))
+            sh(os.path.join(HOSTS, "daemon.sh"), "reload", self.flavour, "--config", self._write(config))
             self.config = dict(config)
 
     # What a daemon leaves that a reader of the results may want: its log and,
@@ -88,7 +93,7 @@ class Daemon:
                 src = os.path.join(self.vardir(), rel)
                 if os.path.isfile(src):
                     shutil.copyfile(src, os.path.join(keep, f"{self.flavour}-{os.path.basename(rel)}"))
-        sh(os.path.join(HACK, "daemon.sh"), "down", self.flavour, check=False)
+        sh(os.path.join(HOSTS, "daemon.sh"), "down", self.flavour, check=False)
         shutil.rmtree(self._cfgdir, ignore_errors=True)
         self.sock = None
 
@@ -96,19 +101,19 @@ class Daemon:
         """Stop dockerd and its containerd, call between() while they are
         stopped, start them again with the same configuration; the test
         host's namespace, link and data stay."""
-        sh(os.path.join(HACK, "daemon.sh"), "stop", self.flavour)
+        sh(os.path.join(HOSTS, "daemon.sh"), "stop", self.flavour)
         try:
             if between:
                 between()
         finally:
-            out = sh(os.path.join(HACK, "daemon.sh"), "start", self.flavour).stdout
+            out = sh(os.path.join(HOSTS, "daemon.sh"), "start", self.flavour).stdout
             self.sock = out.strip().split("unix://", 1)[1]
 
     def docker(self, *args, check=True, timeout=600):
         return sh("docker", *args, env=self.env, check=check, timeout=timeout)
 
     def load(self, *images):
-        sh(os.path.join(HACK, "images.sh"), "load", *images, env=self.env)
+        sh(os.path.join(HOSTS, "images.sh"), "load", *images, env=self.env)
 
     def netns(self):
         return f"/run/netns/ab-{self.flavour}"
@@ -123,7 +128,7 @@ class Daemon:
 
 
 def node_binary():
-    """The host's Node.js, the binary hack/images.sh copies into ab/node."""
+    """The host's Node.js, the binary hack/hosts/images.sh copies into ab/node."""
     n = shutil.which("node") or shutil.which("nodejs")
     if not n:
         raise HostError("node is missing (apt-get install nodejs): native runs use the host's Node.js")
@@ -131,10 +136,10 @@ def node_binary():
 
 
 def pingpong_binary():
-    """The native copy of the pingpong program (hack/images.sh build pingpong)."""
+    """The native copy of the pingpong program (hack/hosts/images.sh build pingpong)."""
     path = os.path.join(os.environ.get("AB_BUILD", os.path.join(ROOT, "build")), "pingpong")
     if not os.access(path, os.X_OK):
-        raise HostError(f"{path} is missing: hack/images.sh build pingpong")
+        raise HostError(f"{path} is missing: hack/hosts/images.sh build pingpong")
     return path
 
 
@@ -142,7 +147,7 @@ def served_bytes(flavour, second=False):
     """Bytes the registry's namespace has sent towards flavour's test host:
     the transmit counters of its interfaces to that host (the veth, and
     the emulated link's TUN device when there is one); second: over the
-    second link's (hack/link.sh --second)."""
+    second link's (hack/hosts/link.sh --second)."""
     p = sh("ip", "-n", "ab-reg", "-j", "-s", "link", "show")
     names = (f"ab-{flavour}-reg2", f"abr2-{flavour}") if second else (f"ab-{flavour}-reg", f"abr-{flavour}")
     total = 0
@@ -159,11 +164,11 @@ def flush_tcp_metrics_cmd(flavour):
 
 
 def registry_up():
-    sh(os.path.join(HACK, "registry.sh"), "up")
+    sh(os.path.join(HOSTS, "registry.sh"), "up")
 
 
 def registry_down():
-    sh(os.path.join(HACK, "registry.sh"), "down", check=False)
+    sh(os.path.join(HOSTS, "registry.sh"), "down", check=False)
 
 
 def stop_process(p, timeout=10):
@@ -180,7 +185,7 @@ def stop_process(p, timeout=10):
 
 
 class RegistryProxy:
-    """hack/faultreg.py at REGISTRY_PROXY in the registry's namespace, in
+    """hack/hosts/faultreg.py at REGISTRY_PROXY in the registry's namespace, in
     front of the registry, started with args (e.g. ["--conn-rate",
     "8000000bit"]); stopped, by its PID, when the block ends."""
 
@@ -190,7 +195,7 @@ class RegistryProxy:
     def __enter__(self):
         logf = open(self.log, "ab")
         self.proc = subprocess.Popen(
-            ["nsenter", "--net=/run/netns/ab-reg", "python3", os.path.join(HACK, "faultreg.py"),
+            ["nsenter", "--net=/run/netns/ab-reg", "python3", os.path.join(HOSTS, "faultreg.py"),
              "--listen", self.listen, "--upstream", f"http://{REGISTRY}", "--log", self.log] + self.args,
             stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True)
         logf.close()
@@ -211,9 +216,9 @@ class RegistryProxy:
 
 
 def link_args(flavour, profile, backend="auto", second=False):
-    """hack/link.sh's arguments for a [[profile]] (or its second link): plain
+    """hack/hosts/link.sh's arguments for a [[profile]] (or its second link): plain
     numbers, parsed once from the suite's units (ab.units)."""
-    args = [os.path.join(HACK, "link.sh"), "up", flavour, "--rtt-ms", units.plain(profile.rtt_ms),
+    args = [os.path.join(HOSTS, "link.sh"), "up", flavour, "--rtt-ms", units.plain(profile.rtt_ms),
             "--loss-pct", units.plain(profile.loss_pct), "--jitter-ms", units.plain(profile.jitter_ms),
             "--queue", str(profile.queue), "--congestion", profile.congestion, "--backend", backend]
     if profile.rate_bits_per_s is not None:
@@ -234,7 +239,7 @@ def link_down(flavour, stats_to=None, second=False):
     args = ["--stats-to", stats_to] if stats_to else []
     if second:
         args.append("--second")
-    sh(os.path.join(HACK, "link.sh"), "down", flavour, *args, check=False)
+    sh(os.path.join(HOSTS, "link.sh"), "down", flavour, *args, check=False)
 
 
 _RTT_PROBE = """
@@ -267,7 +272,7 @@ def link_congestion(flavour, second=False):
     """The congestion control each end of flavour's link sends with, as its
     routes say ({"registry": ..., "host": ..., "default": the namespace's
     own}), or None when it cannot be read."""
-    p = sh(os.path.join(HACK, "link.sh"), "congestion", flavour, *(["--second"] if second else []), check=False)
+    p = sh(os.path.join(HOSTS, "link.sh"), "congestion", flavour, *(["--second"] if second else []), check=False)
     try:
         return json.loads(p.stdout) if p.returncode == 0 else None
     except ValueError:
@@ -275,11 +280,11 @@ def link_congestion(flavour, second=False):
 
 
 def link_backend(backend="auto"):
-    return backend if backend != "auto" else sh(os.path.join(HACK, "link.sh"), "backend").stdout.strip()
+    return backend if backend != "auto" else sh(os.path.join(HOSTS, "link.sh"), "backend").stdout.strip()
 
 
 def build_images(*names):
-    sh(os.path.join(HACK, "images.sh"), "build", *names)
+    sh(os.path.join(HOSTS, "images.sh"), "build", *names)
 
 
 def push_random_image(repo, tag, layers, seed):
@@ -289,7 +294,7 @@ def push_random_image(repo, tag, layers, seed):
     with tempfile.TemporaryDirectory() as d:
         archive = os.path.join(d, "image.tar")
         sizes = ",".join(str(n) for n in layers)  # bytes
-        sh("python3", os.path.join(HACK, "testimages", "mkimage.py"), "--ref", ref,
+        sh("python3", os.path.join(HOSTS, "testimages", "mkimage.py"), "--ref", ref,
            "--random-layers", sizes, "--seed", str(seed), "-o", archive)
         sh("nsenter", "--net=/run/netns/ab-reg", "python3", os.path.join(HACK, "ab", "push.py"),
            archive, f"http://127.0.0.1:5000", repo, tag)

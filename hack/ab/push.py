@@ -1,4 +1,4 @@
-"""Push an OCI archive (hack/testimages/mkimage.py) to a registry over the
+"""Push an OCI archive (hack/hosts/testimages/mkimage.py) to a registry over the
 Distribution v2 API, without a daemon: push.py ARCHIVE URL REPO TAG"""
 import json
 import sys

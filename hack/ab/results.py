@@ -112,7 +112,7 @@ def provenance(suite_path):
             out["suite_sha256"] = hashlib.sha256(f.read()).hexdigest()
     except OSError:
         out["suite_sha256"] = None
-    p = hosts.sh(os.path.join(hosts.HACK, "patches.sh"), "hash", check=False)
+    p = hosts.sh(os.path.join(hosts.STACK, "patches.sh"), "hash", check=False)
     out["series"] = p.stdout.strip() if p.returncode == 0 else None
     pin = {}
     try:
@@ -131,7 +131,7 @@ def provenance(suite_path):
         out["commit"] = g.stdout.strip() if g.returncode == 0 else None
         out["local_changes"] = bool(d.stdout.strip()) if d.returncode == 0 else None
     if out["commit"] is None or out["series"] is None:
-        # a tree without git or patched tree: hack/bundle.sh's record of where it came from
+        # a tree without git or patched tree: hack/nodes/bundle.sh's record of where it came from
         try:
             with open(os.path.join(hosts.ROOT, ".bundle")) as f:
                 b = json.load(f)

@@ -72,7 +72,7 @@ class Runner:
 
     def teardown(self):
         for f in list(self.daemons):
-            # down takes the host's emulated links down too (hack/daemon.sh,
+            # down takes the host's emulated links down too (hack/hosts/daemon.sh,
             # containerd-host.sh, podman-host.sh); charliecloud has none
             self.daemons[f].down(keep=self.out)
         if self.s.needs_hosts:

@@ -1,6 +1,6 @@
 """Where a pull's time goes, seen at the registry: its blob requests, the
 connections that carried them and the bytes they moved over time, from
-hack/faultreg.py's log (the proxy a profile with conn_rate puts in front of
+hack/hosts/faultreg.py's log (the proxy a profile with conn_rate puts in front of
 the registry, pull-hostile's faults.log).
 
   python3 -m ab.timeline LOG [--out DIR] [--rate RATE] [--conn-rate RATE]
@@ -197,7 +197,7 @@ def cells(r, sent=True):
 def markdown(rows, log, rate=None, conn_rate=None):
     out = [f"# Where the pulls' time goes, at the registry ({os.path.basename(log)})", ""]
     out.append("Times in seconds from each pull's first blob request, as the registry saw them "
-               "(hack/faultreg.py's log; `python3 -m ab.timeline`). most open: the most blob "
+               "(hack/hosts/faultreg.py's log; `python3 -m ab.timeline`). most open: the most blob "
                "requests open at once, from/until: when that many were first and last open; "
                "tail: what followed. Floors: the pull's bytes at the link's rate"
                + (f" ({units.plain(rate / 1e6)} Mbit/s)" if rate else "")
@@ -289,7 +289,7 @@ def medians(rows):
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m ab.timeline", description=__doc__.split("\n\n")[0])
-    p.add_argument("log", help="hack/faultreg.py's log")
+    p.add_argument("log", help="hack/hosts/faultreg.py's log")
     p.add_argument("--out", help="write timeline.json, .md and .png here")
     p.add_argument("--rate", help="the link's rate, e.g. 200mbit")
     p.add_argument("--conn-rate", help="the registry's cap per connection, e.g. 12mbit")

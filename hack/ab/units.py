@@ -1,9 +1,9 @@
 """Units: durations, rates, sizes, percentages.
 
-This is the one parser of them in hack/: suite files, hack/link.sh's flags
-(converted with `python3 -m ab.units`, below), hack/faultreg.py's options,
-hack/testimages/mkimage.py's layer sizes and hack/checkpoint-device-rate.sh's
-caps all go through parse(). hack/linkemu, a Go program, parses the same
+This is the one parser of them in hack/: suite files, hack/hosts/link.sh's flags
+(converted with `python3 -m ab.units`, below), hack/hosts/faultreg.py's options,
+hack/hosts/testimages/mkimage.py's layer sizes and hack/measure/checkpoint-device-rate.sh's
+caps all go through parse(). hack/hosts/linkemu, a Go program, parses the same
 spellings with the same tables (linkemu/units.go); both are tested against
 one list of cases, units-cases.txt beside this file.
 

@@ -8,8 +8,8 @@ before it can reset the zone. Placements that know images and their lifetimes
 keep data that dies together in the same zones, and relocate nothing. This
 module measures them on the same geometry and trace.
 
-The replay itself is hack/zns-replay, a Go command built inside the patched
-moby tree (hack/zns-replay.sh): its device is the daemon's own model of a zoned
+The replay itself is hack/zoned/zns-replay, a Go command built inside the patched
+moby tree (hack/zoned/zns-replay.sh): its device is the daemon's own model of a zoned
 device (daemon/internal/zoned.Model), whose rules a placement cannot break
 without stopping the replay, and its policy zone-pack is the daemon's own
 placement (zoned.Placer); the others are the baselines it is measured against.
@@ -387,7 +387,7 @@ def max_heads(g):
 
 @dataclass
 class Costs:
-    """The device's time model (hack/zns-replay/timing.go): bandwidths in
+    """The device's time model (hack/zoned/zns-replay/timing.go): bandwidths in
     bytes per second, times in seconds; zone_bw and read_bw 0 take the
     device's write bandwidth."""
     write_bw: float = 0.0
@@ -477,8 +477,8 @@ def _run(cmd):
 
 
 def replayer():
-    """The replay command, hack/zns-replay/: built from the patched tree by
-    hack/zns-replay.sh (once per process), or the one ZNS_REPLAY names, or
+    """The replay command, hack/zoned/zns-replay/: built from the patched tree by
+    hack/zoned/zns-replay.sh (once per process), or the one ZNS_REPLAY names, or
     build/zns-replay where there is no patched tree to build it from (a
     bundle for test nodes)."""
     global _replayer
@@ -489,9 +489,9 @@ def replayer():
     if not path and not os.path.isdir(os.path.join(ROOT, "build", "moby-patched")) and os.path.exists(built):
         path = built
     if not path:
-        rc, out, err = _run([os.path.join(ROOT, "hack", "zns-replay.sh"), "build"])
+        rc, out, err = _run([os.path.join(ROOT, "hack", "zoned", "zns-replay.sh"), "build"])
         if rc:
-            raise ReplayError(f"building the replayer (hack/zns-replay.sh build) failed:\n{err.strip()}")
+            raise ReplayError(f"building the replayer (hack/zoned/zns-replay.sh build) failed:\n{err.strip()}")
         path = out.strip().splitlines()[-1]
     _replayer = path
     return path
@@ -508,7 +508,7 @@ OCCUPANCY_SAMPLES = 120  # at most this many states of every zone kept for the o
 def replay_trace(path, g, policies=POLICIES, chunk=MiB, gc_reserve=2, heads=0, occupancy=False, cleaner="greedy",
                  costs=None):
     """Replay the trace file at path on a model of the device g under each
-    policy: [Outcome]. The replay is hack/zns-replay's, the daemon's own
+    policy: [Outcome]. The replay is hack/zoned/zns-replay's, the daemon's own
     device model (daemon/internal/zoned) and, for zone-pack, the daemon's
     own placement. occupancy: also keep every zone's state (live % of its
     capacity, -1 empty) at up to OCCUPANCY_SAMPLES steps spread over the

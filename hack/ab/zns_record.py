@@ -1,4 +1,4 @@
-"""A checkpoint workload to record a ZNS trace from (hack/zns-record.sh).
+"""A checkpoint workload to record a ZNS trace from (hack/zoned/zns-record.sh).
 
 Memory holders (build/images/memholder.tar, a few MiB each) checkpoint with
 --leave-running at intervals of their own, each keeping its last few
@@ -12,7 +12,7 @@ the trace.
 
     PYTHONPATH=hack python3 -m ab.zns_record [--seconds 240] [--containers 10] [--seed 1]
 
-runs on the daemon DOCKER_HOST names (hack/daemon.sh up patched) and prints
+runs on the daemon DOCKER_HOST names (hack/hosts/daemon.sh up patched) and prints
 what it did as JSON.
 """
 import argparse

@@ -22,7 +22,7 @@ KEY_FIELDS = ()  # scenario and container name the mode and the limit
 SWITCHES = ()
 REPETITIONS = 3
 SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
-READ_MODES = ("sequential", "async", "workers")  # hack/testimages/node/readfiles.js
+READ_MODES = ("sequential", "async", "workers")  # hack/hosts/testimages/node/readfiles.js
 
 
 @dataclass

@@ -3,7 +3,7 @@
 A neighbour process (hack/ab/neighbour_io.py) runs on the data-root's disk
 from `lead` before a memory holder of `size` is checkpointed with
 --leave-running to the checkpoint's end, while the disk's write counters
-are sampled (hack/diskstats.py). Its `workload`: "commits", a database's
+are sampled (hack/measure/diskstats.py). Its `workload`: "commits", a database's
 4 KiB commits, each followed by fdatasync, alternating with 4 KiB O_DIRECT
 reads at random offsets; or "reads", 4 KiB O_DIRECT reads at random
 offsets of a 2 GiB file of its own and nothing else. Each repetition
@@ -41,7 +41,7 @@ SWITCHES = ()
 SCANS = True
 REPETITIONS = 3
 SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
-DISKSTATS = os.path.join(hosts.HACK, "diskstats.py")
+DISKSTATS = os.path.join(hosts.MEASURE, "diskstats.py")
 NEIGHBOUR = os.path.join(hosts.HACK, "ab", "neighbour_io.py")
 
 # per workload: the operation whose latency the neighbour's p50, p99 and
@@ -114,7 +114,7 @@ class Sampler:
     def stop(self):
         self.p.terminate()
         self.p.wait(timeout=10)
-        sys.path.insert(0, hosts.HACK)
+        sys.path.insert(0, hosts.MEASURE)
         try:
             import diskstats
             return diskstats.read(self.path)
@@ -152,7 +152,7 @@ def run(r):
     s, n = r.s, r.s.neighbour
     variants = [(f, p) for f in s.flavours for p in s.flavours[f].variants()]
     prog = Progress(s.repetitions * (len(variants) + 1))
-    sys.path.insert(0, hosts.HACK)
+    sys.path.insert(0, hosts.MEASURE)
     try:
         import diskstats
         dev = diskstats.disk(hosts.AB_VAR)
@@ -229,7 +229,7 @@ def fields(nb, rows, c0=None, c1=None, series=False, workload="commits"):
     if series and nb and nb.get("windows") is not None:
         out["neighbour_series"] = neighbour_series(nb, c0, c1)
     if rows and c0 is not None:
-        sys.path.insert(0, hosts.HACK)
+        sys.path.insert(0, hosts.MEASURE)
         try:
             import diskstats
             # at least the second from the checkpoint's start: a shorter

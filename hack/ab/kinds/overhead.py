@@ -41,7 +41,7 @@ WORKLOADS = ("run", "cpu", "http", "files", "pingpong")
 # seed 004's -p 3000:3000 was.
 NETWORKS = ("native", "bridge", "published", "host")
 HTTP_SERVERS = {  # server -> (endpoints it answers, port)
-    "node": (("/network", "/disk-io", "/cpu"), 3000),  # seed 004's app (hack/testimages/node/app.js)
+    "node": (("/network", "/disk-io", "/cpu"), 3000),  # seed 004's app (hack/hosts/testimages/node/app.js)
     "nginx": (("/1k.txt", "/100k.txt", "/index.html"), 80),  # static files
 }
 # wrk connections per endpoint when the suite does not say: seed 004's script
@@ -67,7 +67,7 @@ class HTTP:
 
 @dataclass
 class PingPong:
-    """overhead pingpong: TCP round trips of a small message (hack/testimages/pingpong)."""
+    """overhead pingpong: TCP round trips of a small message (hack/hosts/testimages/pingpong)."""
     networks: list = field(default_factory=lambda: ["native", "bridge", "host"])
     round_trips: int = 10000
     warmup: int = 500
@@ -323,7 +323,7 @@ def http_dir(d):
     testfile.txt of /disk-io (the seed mounted its home directory)."""
     path = os.path.join(d.vardir(), "abov-http")
     os.makedirs(path, exist_ok=True)
-    shutil.copyfile(os.path.join(hosts.HACK, "testimages", "node", "app.js"), os.path.join(path, "app.js"))
+    shutil.copyfile(os.path.join(hosts.HOSTS, "testimages", "node", "app.js"), os.path.join(path, "app.js"))
     return path
 
 
@@ -667,7 +667,7 @@ def pingpong_table(doc):
              "host": "two containers on the host network"}
     out = ["## TCP ping-pong: message passing (seed 002)", "",
            f"A client and a server exchange a small message {', '.join(map(str, sorted(n)))} times, one round "
-           "trip after the other (hack/testimages/pingpong), as "
+           "trip after the other (hack/hosts/testimages/pingpong), as "
            + "; ".join(f"{p}: {where[p]}" for p in _placements(es)) + pinned
            + ". Each run's mean, median (p50) and 99th percentile round trip, medians of the repetitions; the "
              "ratios are of the p50s (a run's mean moves with a few preempted round trips)."]

@@ -64,7 +64,7 @@ SYSTEMS = ("dockerd", "containerd", "podman")  # what it measures (ab.systems)
 @dataclass
 class Profile:
     """The link between a test host and the registry, in the numbers
-    hack/link.sh takes."""
+    hack/hosts/link.sh takes."""
     name: str
     rtt_ms: float = 0.0
     rate_bits_per_s: int = None  # None: as fast as the veth goes
@@ -72,7 +72,7 @@ class Profile:
     jitter_ms: float = 0.0
     queue: int = 1000  # packets
     # the registry caps each connection at this rate (a CDN's
-    # per-connection limit): hack/faultreg.py in front of it; None: no cap
+    # per-connection limit): hack/hosts/faultreg.py in front of it; None: no cap
     conn_rate_bits_per_s: int = None
     # the TCP congestion control both ends send with over the link; a
     # namespace's own default is the machine's (bbr on some), and it decides

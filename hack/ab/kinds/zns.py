@@ -1,5 +1,5 @@
 """kind = "zns": a checkpoint trace replayed on a model of a zoned device
-under each placement policy (hack/ab/zns.py, which runs hack/zns-replay: the
+under each placement policy (hack/ab/zns.py, which runs hack/zoned/zns-replay: the
 daemon's own device model and placement); no daemons.
 
 A cell is a policy's replay on one geometry: flavor and policy name the

@@ -1,4 +1,4 @@
-"""kind = "zns-sweep": the placement policies of hack/zns-replay swept over
+"""kind = "zns-sweep": the placement policies of hack/zoned/zns-replay swept over
 how full the device is, the reserve, and many generated traces (seeds), with
 the baselines tuned on one half of the seeds and every policy reported on
 the other; no daemons.

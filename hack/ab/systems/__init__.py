@@ -34,7 +34,7 @@ dockerd also has DEFAULTS and is_default(params): which stock entry is
 stock as shipped (the reports' "stock default").
 
 A host object has: flavour (the suite's name for it), host (its test host:
-network namespace ab-<host>, hack/link.sh's <flavour>), env (the environment
+network namespace ab-<host>, hack/hosts/link.sh's <flavour>), env (the environment
 its commands run with), apply(params) (run with these settings, restarting
 where the system cannot reload), down(keep) (stop it, remove what it
 created, copy its log into keep), netns(), vardir().

@@ -1,12 +1,12 @@
 """System charliecloud: Debian 12's Charliecloud (0.31, its runtime package,
-hack/install-deps.sh), seed 002's class of HPC runtime beside native and
+hack/stack/install-deps.sh), seed 002's class of HPC runtime beside native and
 Docker (Singularity there): no daemon, no network of its own, an
 unprivileged user namespace and a mount namespace per command.
 
 Its test host is a network namespace of its own (ab-charliecloud, loopback
 only: nothing in it pulls) and a directory, $AB_VAR/charliecloud, where each
 image the suite runs is unpacked into a plain root file system from the
-archive hack/images.sh built (build/images/<image>.tar, the same one the
+archive hack/hosts/images.sh built (build/images/<image>.tar, the same one the
 dockerd hosts load): every layer's digest checked against its name, layers
 applied in order with their whiteouts, nothing written outside the
 directory (a member naming .., an absolute path or a path through a
@@ -245,7 +245,7 @@ def _blob(tar, path):
 
 def unpack(archive, dest):
     """Unpack the image of archive (a docker-save archive with one image,
-    hack/testimages/mkimage.py's) into dest, an empty directory: {"sha256":
+    hack/hosts/testimages/mkimage.py's) into dest, an empty directory: {"sha256":
     the archive's, "config_digest", "layers": their digests, "env": the
     image's Env, "bytes": what its files hold}. Raises UnpackError (or
     tarfile's, zlib's, OSError) on anything else; dest may then hold part

@@ -1,8 +1,8 @@
 """System containerd: containerd's own daemon (the runtime stack's
-$AB_PREFIX/bin/containerd, hack/install-deps.sh's CONTAINERD_VERSION) in a
-test host of its own (hack/containerd-host.sh: its own config, root, state
+$AB_PREFIX/bin/containerd, hack/stack/install-deps.sh's CONTAINERD_VERSION) in a
+test host of its own (hack/hosts/containerd-host.sh: its own config, root, state
 and socket, its own network namespace linked to the registry like the
-dockerd hosts', so hack/link.sh's links apply to it the same way), driven
+dockerd hosts', so hack/hosts/link.sh's links apply to it the same way), driven
 with ctr of the same version.
 
 A pull is `ctr image pull --plain-http REF` through the daemon's transfer
@@ -27,7 +27,7 @@ FLAVOURS = ("containerd",)
 TABLE_KEYS = ("daemon",)
 HOST = "ctrd"  # the test host: netns ab-ctrd (hack/lib.sh TEST_HOSTS)
 NAMESPACE = "moby-ab"  # containerd's namespace the pulls go into
-SCRIPT = os.path.join(hosts.HACK, "containerd-host.sh")
+SCRIPT = os.path.join(hosts.HOSTS, "containerd-host.sh")
 # the transfer service's settings a suite may give, and how each is written
 SETTINGS = {"max_concurrent_downloads": "count", "concurrent_layer_fetch_buffer": "size",
             "max_concurrent_unpacks": "count"}

@@ -1,5 +1,5 @@
 """System dockerd: the stock and the patched daemon, each in its test host
-(hosts.Daemon over hack/daemon.sh). A flavour's daemon table is daemon.json
+(hosts.Daemon over hack/hosts/daemon.sh). A flavour's daemon table is daemon.json
 keys merged over the test host's; binary picks the dockerd it runs (an A/A
 run runs stock in both). Its containers (the checkpoint kind) are docker's:
 run, logs, checkpoint create, start --checkpoint, rm; the overhead kind's

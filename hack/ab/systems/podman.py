@@ -1,7 +1,7 @@
-"""System podman: Debian 12's podman (4.3, hack/install-deps.sh) in a test
-host of its own (hack/podman-host.sh: its own storage, run root and
+"""System podman: Debian 12's podman (4.3, hack/stack/install-deps.sh) in a test
+host of its own (hack/hosts/podman-host.sh: its own storage, run root and
 configuration, never the machine's /var/lib/containers; its own network
-namespace linked to the registry like the dockerd hosts', so hack/link.sh's
+namespace linked to the registry like the dockerd hosts', so hack/hosts/link.sh's
 links apply to it the same way). Containers run with the runtime stack's
 runc, and with rlimits this host grants (nofile 1024, nproc 4096).
 
@@ -25,11 +25,11 @@ from .. import hosts, systems
 FLAVOURS = ("podman",)
 TABLE_KEYS = ("daemon",)
 HOST = "podman"  # the test host: netns ab-podman (hack/lib.sh TEST_HOSTS)
-SCRIPT = os.path.join(hosts.HACK, "podman-host.sh")
+SCRIPT = os.path.join(hosts.HOSTS, "podman-host.sh")
 # containers.conf [engine] settings a suite may give
 SETTINGS = ("image_parallel_copies",)
 DEFAULTS = {"image_parallel_copies": 6}  # containers/image's, when containers.conf says 0
-ULIMITS = ("nofile=1024:1024", "nproc=4096:4096")  # hack/podman-host.sh's default_ulimits
+ULIMITS = ("nofile=1024:1024", "nproc=4096:4096")  # hack/hosts/podman-host.sh's default_ulimits
 
 
 def rundir():
@@ -37,7 +37,7 @@ def rundir():
 
 
 def wrapper():
-    """podman in the host (hack/podman-host.sh write_wrapper): its
+    """podman in the host (hack/hosts/podman-host.sh write_wrapper): its
     configuration, network namespace and a mount namespace of its own."""
     return os.path.join(rundir(), "podman")
 

@@ -22,7 +22,7 @@ from ab.systems import charliecloud as cc
 from ab.tests import fakehosts
 from ab.tests.test_suite import SuiteErrors, load
 
-_spec = importlib.util.spec_from_file_location("mkimage", os.path.join(hosts.HACK, "testimages", "mkimage.py"))
+_spec = importlib.util.spec_from_file_location("mkimage", os.path.join(hosts.HOSTS, "testimages", "mkimage.py"))
 mkimage = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(mkimage)
 
@@ -408,7 +408,7 @@ class HostTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.d, "x")))
 
 
-@unittest.skipUnless(os.access(cc.CH_RUN, os.X_OK), "ch-run is not installed (hack/install-deps.sh)")
+@unittest.skipUnless(os.access(cc.CH_RUN, os.X_OK), "ch-run is not installed (hack/stack/install-deps.sh)")
 class ChRunTest(unittest.TestCase):
     def test_runs_the_unpacked_image(self):
         """ch-run, with the options the system gives, runs the unpacked

@@ -1,5 +1,5 @@
-"""The series' daemon options, one list (hack/deb/series-options) that the
-packages (hack/deb.sh) and moby-ab-switch read: it is the options the
+"""The series' daemon options, one list (hack/nodes/deb/series-options) that the
+packages (hack/nodes/deb.sh) and moby-ab-switch read: it is the options the
 patches add to the daemon's configuration, and nothing else carries a copy."""
 import json
 import os
@@ -9,7 +9,7 @@ import tempfile
 import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-DEB = os.path.join(ROOT, "hack", "deb")
+DEB = os.path.join(ROOT, "hack", "nodes", "deb")
 CONFIG = "daemon/config/config.go"  # the daemon.json keys: its Config's json tags
 
 
@@ -48,17 +48,17 @@ class SeriesOptionsTest(unittest.TestCase):
         want = added_options()
         self.assertIn("checkpoint-max-concurrent", want)  # the parse finds them at all
         self.assertEqual(sorted(listed()), sorted(want),
-                         "hack/deb/series-options must list the daemon options the patches add to " + CONFIG)
+                         "hack/nodes/deb/series-options must list the daemon options the patches add to " + CONFIG)
         self.assertEqual(len(set(listed())), len(listed()))
 
     def test_no_other_copy(self):
         # deb.sh and moby-ab-switch read the list; neither names an option itself
-        for f in ("hack/deb.sh", "hack/deb/moby-ab-switch"):
+        for f in ("hack/nodes/deb.sh", "hack/nodes/deb/moby-ab-switch"):
             with open(os.path.join(ROOT, f)) as fh:
                 text = fh.read()
             self.assertIn("series-options", text, f)
             for opt in listed():
-                self.assertNotIn(opt, text, f"{f} names {opt}: read hack/deb/series-options instead")
+                self.assertNotIn(opt, text, f"{f} names {opt}: read hack/nodes/deb/series-options instead")
 
     def test_stock_daemon_json_is_patched_without_them(self):
         with open(os.path.join(DEB, "daemon.json")) as f:

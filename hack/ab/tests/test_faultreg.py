@@ -1,4 +1,4 @@
-"""hack/faultreg.py: each fault answers as its docstring says, in front of
+"""hack/hosts/faultreg.py: each fault answers as its docstring says, in front of
 a registry of one blob and one manifest, on loopback."""
 import hashlib
 import http.client
@@ -85,7 +85,7 @@ class FaultregTest(unittest.TestCase):
         self.addCleanup(self.tmp.cleanup)
         self.log = os.path.join(self.tmp.name, "faults.log")
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.join(HACK, "faultreg.py"), "--listen", f"127.0.0.1:{self.port}",
+            [sys.executable, os.path.join(HACK, "hosts", "faultreg.py"), "--listen", f"127.0.0.1:{self.port}",
              "--upstream", f"http://127.0.0.1:{self.up.server_address[1]}", "--log", self.log] + list(args),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.addCleanup(self.stop)
@@ -128,7 +128,7 @@ class FaultregTest(unittest.TestCase):
             return [l.split() for l in f if l.startswith(prefix)]
 
     def test_unknown_fault_is_refused(self):
-        r = subprocess.run([sys.executable, os.path.join(HACK, "faultreg.py"), "--listen", "127.0.0.1:1",
+        r = subprocess.run([sys.executable, os.path.join(HACK, "hosts", "faultreg.py"), "--listen", "127.0.0.1:1",
                             "--upstream", "http://127.0.0.1:2", "--faults", "ignore-ranges"],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 2)

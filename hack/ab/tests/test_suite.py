@@ -80,10 +80,10 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
 
     def test_shipped_configuration_suites_follow_the_package(self):
         """Suites that measure "the configuration the package ships" set the
-        checkpoint options of hack/deb/daemon.json, no more and no less."""
+        checkpoint options of hack/nodes/deb/daemon.json, no more and no less."""
         import json
         here = os.path.dirname(__file__)
-        with open(os.path.join(here, "..", "..", "deb", "daemon.json")) as f:
+        with open(os.path.join(here, "..", "..", "nodes", "deb", "daemon.json")) as f:
             shipped = {k: v for k, v in json.load(f).items() if k.startswith("checkpoint-")}
         s = suite.load(os.path.join(here, "..", "..", "..", "hyperfine-suites", "checkpoint-together-holdout.toml"))
         self.assertEqual(s.flavours["patched"].daemon, shipped)

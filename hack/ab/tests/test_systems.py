@@ -269,9 +269,9 @@ class PeerRunTest(unittest.TestCase):
         self.assertNotIn("Against the peers", report.summary_table(doc))
 
 
-@unittest.skipUnless(os.geteuid() == 0, "hack/containerd-host.sh needs root")
+@unittest.skipUnless(os.geteuid() == 0, "hack/hosts/containerd-host.sh needs root")
 class ContainerdHostScriptTest(unittest.TestCase):
-    """hack/containerd-host.sh refuses a bad transfer config, naming the key,
+    """hack/hosts/containerd-host.sh refuses a bad transfer config, naming the key,
     before it starts anything (no namespace, no daemon)."""
 
     def test_bad_transfer_refused(self):
@@ -289,7 +289,7 @@ class ContainerdHostScriptTest(unittest.TestCase):
                    AB_CONTAINERD="/bin/true", AB_CTR="/bin/true", PATH=fakebin + ":" + os.environ["PATH"])
         self.addCleanup(lambda: self.assertFalse(os.path.exists(os.path.join(d, "called")),
                                                  "the script went on to create the host"))
-        script = os.path.join(hosts.HACK, "containerd-host.sh")
+        script = os.path.join(hosts.HOSTS, "containerd-host.sh")
         for transfer, msg in (('{"max_downloads": 3}', "unknown key(s) max_downloads"),
                               ('{"max_concurrent_downloads": -1}', "max_concurrent_downloads: want a non-negative"),
                               ('{"concurrent_layer_fetch_buffer": "1MiB"}', "concurrent_layer_fetch_buffer: want"),
@@ -308,7 +308,7 @@ class ContainerdHostScriptTest(unittest.TestCase):
         d = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, d, True)
         env = dict(os.environ, AB_RUN=os.path.join(d, "run"), AB_VAR=os.path.join(d, "var"))
-        lib = os.path.join(hosts.HACK, "containerd-host.sh")
+        lib = os.path.join(hosts.HOSTS, "containerd-host.sh")
         # write_config alone, from the script's functions
         sh = (f'set -e; eval "$(sed -n \'/^paths()/,/^}}/p; /^write_config()/,/^}}/p\' {lib})"; '
               f'. {hosts.HACK}/lib.sh; TRANSFER_KEYS=\'["max_concurrent_downloads","concurrent_layer_fetch_buffer"]\'; '
@@ -601,9 +601,9 @@ class PodmanCheckpointRunTest(unittest.TestCase):
         self.assertRegex(md, r"\| podman \| 16MiB \| 6/6 \|")
 
 
-@unittest.skipUnless(os.geteuid() == 0, "hack/podman-host.sh needs root")
+@unittest.skipUnless(os.geteuid() == 0, "hack/hosts/podman-host.sh needs root")
 class PodmanHostScriptTest(unittest.TestCase):
-    """hack/podman-host.sh refuses a bad [engine] setting, naming the key,
+    """hack/hosts/podman-host.sh refuses a bad [engine] setting, naming the key,
     before it creates anything; the configuration it writes keeps podman
     off the machine's defaults."""
 
@@ -625,7 +625,7 @@ class PodmanHostScriptTest(unittest.TestCase):
         env = self.env(d)
         self.addCleanup(lambda: self.assertFalse(os.path.exists(os.path.join(d, "called")),
                                                  "the script went on to create the host"))
-        script = os.path.join(hosts.HACK, "podman-host.sh")
+        script = os.path.join(hosts.HOSTS, "podman-host.sh")
         for engine, msg in (('{"max_parallel_downloads": 3}', "unknown key(s) max_parallel_downloads"),
                             ('{"image_parallel_copies": 0}', "image_parallel_copies: want an integer >= 1"),
                             ('{"image_parallel_copies": "6"}', "image_parallel_copies: want an integer >= 1"),
@@ -648,7 +648,7 @@ class PodmanHostScriptTest(unittest.TestCase):
         d = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, d, True)
         env = dict(os.environ, AB_RUN=os.path.join(d, "run"), AB_VAR=os.path.join(d, "var"), AB_PREFIX="/opt/ab")
-        lib = os.path.join(hosts.HACK, "podman-host.sh")
+        lib = os.path.join(hosts.HOSTS, "podman-host.sh")
         sh = (f'set -e; . {hosts.HACK}/lib.sh; '
               f'eval "$(sed -n \'/^PODMAN=/,/^REGISTRIES=/p; /^[a-z_]*() {{/,/^}}/p\' {lib})"; '
               'paths podman; mkdir -p "$RUNDIR"; write_engine \'{"image_parallel_copies": 10}\'; write_configs; '

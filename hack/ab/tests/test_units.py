@@ -1,4 +1,4 @@
-"""Units are parsed once, in Python (ab.units): hack/link.sh gets plain
+"""Units are parsed once, in Python (ab.units): hack/hosts/link.sh gets plain
 numbers, from the harness and from a person's flags alike."""
 import contextlib
 import io
@@ -53,7 +53,7 @@ def cases():
 
 
 class CasesTest(unittest.TestCase):
-    """units-cases.txt, which hack/linkemu's parser is tested against too."""
+    """units-cases.txt, which hack/hosts/linkemu's parser is tested against too."""
 
     def test_every_case(self):
         cs = cases()
@@ -96,7 +96,7 @@ class ProgramsTest(unittest.TestCase):
         return mod
 
     def test_faultreg_sizes_and_rates(self):
-        fr = self.load("faultreg.py", "faultreg")
+        fr = self.load("hosts/faultreg.py", "faultreg")
 
         class Refused(Exception):
             pass
@@ -120,13 +120,13 @@ class ProgramsTest(unittest.TestCase):
         for args, msg in ((["--min-size", "1M"], "argument --min-size: bad size '1M'"),
                           (["--stall-seconds", "3 s"], "argument --stall-seconds: bad duration '3 s'"),
                           (["--conn-rate", "8mbps"], "--conn-rate: bad rate '8mbps'")):
-            p = subprocess.run([sys.executable, os.path.join(HACK, "faultreg.py"), "--listen", "127.0.0.1:0",
+            p = subprocess.run([sys.executable, os.path.join(HACK, "hosts", "faultreg.py"), "--listen", "127.0.0.1:0",
                                 "--upstream", "http://127.0.0.1:1"] + args, capture_output=True, text=True, timeout=30)
             self.assertEqual(p.returncode, 2, args)
             self.assertIn(msg, p.stderr)
 
     def test_mkimage(self):
-        mk = self.load("testimages/mkimage.py", "mkimage")
+        mk = self.load("hosts/testimages/mkimage.py", "mkimage")
         self.assertEqual((mk.parse_size("512KiB"), mk.parse_size("1MB"), mk.parse_size("4096")), (512 << 10, 10**6, 4096))
         with self.assertRaisesRegex(ValueError, "bad size"):
             mk.parse_size("10M")
@@ -134,19 +134,19 @@ class ProgramsTest(unittest.TestCase):
             mk.parse_size("10 MiB")  # one spelling everywhere: the number against its unit
 
     def test_checkpoint_device_rate_uses_the_parser(self):
-        with open(os.path.join(HACK, "checkpoint-device-rate.sh"), encoding="utf-8") as f:
+        with open(os.path.join(HACK, "measure", "checkpoint-device-rate.sh"), encoding="utf-8") as f:
             text = f.read()
         self.assertIn("from ab import units", text)
         self.assertNotRegex(text, r"KiB.: 2\*\*10")  # no table of its own
 
 
 class LinkArgumentsTest(unittest.TestCase):
-    """What hack/link.sh gets for a [[profile]]."""
+    """What hack/hosts/link.sh gets for a [[profile]]."""
 
     def args(self, profile):
         s = load(GOOD.replace('rtt = "140ms"\nrate = "100mbit"\nloss = "0%"', profile))
         args = hosts.link_args("stock", s.profiles[0], "tun")
-        self.assertEqual(args[:3], [os.path.join(hosts.HACK, "link.sh"), "up", "stock"])
+        self.assertEqual(args[:3], [os.path.join(hosts.HOSTS, "link.sh"), "up", "stock"])
         return dict(zip(args[3::2], args[4::2]))
 
     def test_500us_reaches_the_link_as_half_a_millisecond(self):

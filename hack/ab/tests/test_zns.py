@@ -170,7 +170,7 @@ SMALL = dict(zone_size=MiB, zone_capacity=MiB, zones=4, max_open=2, max_active=2
 
 
 class ReplayTest(unittest.TestCase):
-    """The replay runs hack/zns-replay (whose own tests, in Go, test the
+    """The replay runs hack/zoned/zns-replay (whose own tests, in Go, test the
     placements): what comes back, and how it fails."""
 
     def test_outcomes_of_every_policy(self):

@@ -93,7 +93,7 @@ class WorkloadTest(unittest.TestCase):
             self.assertEqual(sum(live.values()), sum(len(s["cps"]) for s in state.values()))
 
     def test_the_command_line_runs_the_workload(self):
-        # As hack/zns-record.sh runs it: seconds without a unit, docker
+        # As hack/zoned/zns-record.sh runs it: seconds without a unit, docker
         # from PATH; what it did on standard output.
         with tempfile.TemporaryDirectory() as d:
             docker = fake_docker(d)

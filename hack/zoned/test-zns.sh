@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The zoned checkpoint store's tests against a real kernel: each test binary is
+# built static from the patched tree and run by hack/zoned/zns-vm.sh in a QEMU guest
+# whose NVMe controller has an emulated ZNS namespace. The geometry is small
+# (16 zones of 8 MiB, 6 MiB of capacity each, at most 4 open and 6 active) so
+# that the device-full tests fill it in seconds, and its capacity is below the
+# zone size on purpose.
+#
+# Then the patched daemon end to end on the same geometry: bin/dockerd-patched
+# with containerd, runc and CRIU in a guest whose root hack/zoned/zns-vm/docker-root.sh
+# makes, running hack/zoned/zns-vm/docker-e2e.sh (checkpoints of a memory holder
+# written to zones, restored, removed; dockerd killed during a checkpoint's
+# write). It needs `make build` and `hack/hosts/images.sh build` (make test-zns does
+# both).
+#
+# usage: hack/zoned/test-zns.sh
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+export ZNS_VM_ZONE_SIZE=${ZNS_VM_ZONE_SIZE:-8M}
+export ZNS_VM_ZONE_CAPACITY=${ZNS_VM_ZONE_CAPACITY:-6M}
+export ZNS_VM_NS_SIZE=${ZNS_VM_NS_SIZE:-128M}
+export ZNS_VM_MAX_OPEN=${ZNS_VM_MAX_OPEN:-4}
+export ZNS_VM_MAX_ACTIVE=${ZNS_VM_MAX_ACTIVE:-6}
+
+"$AB_ROOT/hack/stack/patches.sh" ensure
+# The end-to-end test's daemon must be the series' build: an older one would
+# pass or fail for the wrong reasons.
+want=$("$AB_ROOT/hack/stack/patches.sh" hash)
+[ -x "$AB_ROOT/bin/dockerd-patched" ] || die "zns: bin/dockerd-patched is missing: run make build"
+have=$("$AB_ROOT/bin/dockerd-patched" --version)
+[[ $have == *"+ab.$want,"* ]] || die "zns: bin/dockerd-patched ($have) is not built from patches/ (+ab.$want): run make build"
+
+out=$(mktemp -d)
+vm_pid=""
+# A signal stops the guest (hack/zoned/zns-vm.sh kills its QEMU) before the files go.
+stop() {
+	if [ -n "$vm_pid" ]; then
+		kill -TERM "$vm_pid" 2>/dev/null || true
+		wait "$vm_pid" 2>/dev/null || true
+	fi
+	exit "$1"
+}
+trap 'rm -rf "$out"' EXIT
+trap 'stop 130' INT
+trap 'stop 143' TERM
+trap 'stop 129' HUP
+
+vm() { # hack/zoned/zns-vm.sh args...: in the background, so that a signal reaches it
+	local rc=0
+	"$AB_ROOT/hack/zoned/zns-vm.sh" "$@" &
+	vm_pid=$!
+	wait "$vm_pid" || rc=$?
+	vm_pid=""
+	return "$rc"
+}
+
+# package, then the tests of it to run in the guest
+suites=(
+	"./daemon/internal/zoned" "."
+	"./daemon" "Zoned|ExtractCheckpointImages"
+)
+failed=0
+for ((i = 0; i < ${#suites[@]}; i += 2)); do
+	pkg=${suites[i]} run=${suites[i + 1]}
+	bin=$out/$(basename "$pkg").test
+	log "zns: building $pkg tests"
+	(cd "$PATCHED_TREE" && CGO_ENABLED=0 go test -c -tags "$GO_BUILDTAGS" -o "$bin" "$pkg")
+	log "zns: running $pkg tests ($run) on an emulated ZNS namespace"
+	if ! vm run "$bin" -test.v -test.count=1 -test.run "$run"; then
+		failed=$((failed + 1))
+		echo "FAIL $pkg (zoned device)" >&2
+	fi
+done
+
+log "zns: the patched dockerd end to end on an emulated ZNS namespace"
+"$AB_ROOT/hack/zoned/zns-vm/docker-root.sh" "$out/root"
+if ! ZNS_VM_MEM=${ZNS_E2E_MEM:-1536} ZNS_VM_TIMEOUT=${ZNS_E2E_TIMEOUT:-600} vm run-root "$out/root" /docker-e2e.sh; then
+	failed=$((failed + 1))
+	echo "FAIL the patched dockerd end to end (zoned device)" >&2
+fi
+[ "$failed" = 0 ] || die "zns: $failed of $((${#suites[@]} / 2 + 1)) guests failed on the zoned device"
+log "zns: all passed on the zoned device"
