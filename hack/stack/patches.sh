@@ -10,7 +10,8 @@
 #   state    missing | clean | patches-changed | upstream-changed | local-commits | dirty
 #   check    every patch has the trailers Upstream: and Drop-when:, the series
 #            applies cleanly on a fresh tree, exports byte for byte to patches/,
-#            and every patch builds on its own (bisectable)
+#            and every patch builds on its own (bisectable) and leaves the Go
+#            files it touches (outside vendor/) as gofmt writes them
 #
 # Work on a patch: edit and commit in build/moby-patched (one logical change per
 # commit; fix-ups squashed into the commit they fix), then `make patches-export`.
@@ -175,8 +176,15 @@ cmd_check() {
 		mapfile -t pkgs < <(changed_packages "$tmp/tree" "$commit")
 		(cd "$tmp/tree" && go build -trimpath -tags "$GO_BUILDTAGS" ./... && go vet -tags "$GO_BUILDTAGS" "${pkgs[@]}") ||
 			die "patches check: patch $i/$n does not build on its own"
+		mapfile -t unformatted < <(changed_go_files "$tmp/tree" "$commit" | (cd "$tmp/tree" && xargs -r gofmt -l))
+		[ "${#unformatted[@]}" -eq 0 ] ||
+			die "patches check: patch $i/$n leaves Go files gofmt would change: ${unformatted[*]}"
 	done
 	log "patches check: ok ($n patch(es))"
+}
+
+changed_go_files() { # tree commit: the Go files outside vendor/ the commit leaves
+	abgit -C "$1" diff-tree --no-commit-id --name-only --diff-filter=d -r "$2" -- '*.go' ':!vendor/**'
 }
 
 changed_packages() { # tree commit: Go packages (./dir) the commit touches
