@@ -19,6 +19,8 @@ for these by name; a kind's module has:
   the report   cell_name(e)  a cell's name in tables and plots
                KEY_FIELDS    its fields that tell cells apart besides profile, image, scenario, container
                values(e)     (if it has one) the samples compared, their unit, lower is better; else times_s
+               summary_note(doc)  (if it has one) a paragraph above the summary table,
+                             or None (neighbour: what its latency is of)
                sections(doc) its Markdown sections, after the summary
                plots(doc, outdir, plt)  the PNGs it writes (report.bar_plot, its own)
                after_samples(doc)  (if it has one) Markdown lines after every sample

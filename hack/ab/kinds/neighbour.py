@@ -22,6 +22,8 @@ write rate over time (neighbour-disk.png) and per variant the neighbour's
 latency in 100 ms windows beside it, the checkpoint's start and end marked
 (neighbour-timeline.png, timeline). The results document's `neighbour`
 says which workload ran (without it: "commits")."""
+import functools
+import importlib.util
 import json
 import os
 import subprocess
@@ -104,6 +106,16 @@ def refuse(v, d, kind):
 
 # --- the run ----------------------------------------------------------------
 
+@functools.cache
+def diskstats():
+    """DISKSTATS as a module: the disk counters' script, which is not in
+    the ab package (the shell measurements run it too)."""
+    spec = importlib.util.spec_from_file_location("diskstats", DISKSTATS)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 class Sampler:
     """The disk's write counters, sampled into a file until stopped."""
 
@@ -114,12 +126,7 @@ class Sampler:
     def stop(self):
         self.p.terminate()
         self.p.wait(timeout=10)
-        sys.path.insert(0, hosts.MEASURE)
-        try:
-            import diskstats
-            return diskstats.read(self.path)
-        finally:
-            sys.path.pop(0)
+        return diskstats().read(self.path)
 
 
 def neighbour_run(workdir, out, seconds=None, during=None, commit=4096, workload="commits"):
@@ -152,12 +159,7 @@ def run(r):
     s, n = r.s, r.s.neighbour
     variants = [(f, p) for f in s.flavours for p in s.flavours[f].variants()]
     prog = Progress(s.repetitions * (len(variants) + 1))
-    sys.path.insert(0, hosts.MEASURE)
-    try:
-        import diskstats
-        dev = diskstats.disk(hosts.AB_VAR)
-    finally:
-        sys.path.pop(0)
+    dev = diskstats().disk(hosts.AB_VAR)
     r.results.doc["disk"] = dev
     r.results.doc["neighbour"] = {"workload": n.workload, "read_file_bytes": neighbour_io.READ_FILE[n.workload]}
     op = WORKLOADS[n.workload]["op"]
@@ -229,14 +231,9 @@ def fields(nb, rows, c0=None, c1=None, series=False, workload="commits"):
     if series and nb and nb.get("windows") is not None:
         out["neighbour_series"] = neighbour_series(nb, c0, c1)
     if rows and c0 is not None:
-        sys.path.insert(0, hosts.MEASURE)
-        try:
-            import diskstats
-            # at least the second from the checkpoint's start: a shorter
-            # checkpoint's writes are in it
-            out["disk_worst_1s_bytes_per_s"] = round(diskstats.worst_window(rows, c0, max(c1, c0 + 1.0)))
-        finally:
-            sys.path.pop(0)
+        # at least the second from the checkpoint's start: a shorter
+        # checkpoint's writes are in it
+        out["disk_worst_1s_bytes_per_s"] = round(diskstats().worst_window(rows, c0, max(c1, c0 + 1.0)))
         if series:
             out["disk_series"] = [[round(t1 - c0, 2), round((w1 - w0) * 512 / (t1 - t0) / 2**20, 1)]
                                   for (t0, w0), (t1, w1) in zip(rows, rows[1:]) if t1 > t0]
