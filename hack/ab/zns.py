@@ -233,7 +233,7 @@ def trace_from_log(lines, keep, together_s=1.0):
             i += 1
             continue
         first = (when - t0).total_seconds()
-        j = i
+        j = i + 1  # the group has its first create, whatever together_s is
         while j < len(logged) and (logged[j][0] - t0).total_seconds() - first < together_s:
             j += 1
         t, later = since(when), []

@@ -263,6 +263,11 @@ class TraceFromLogTest(unittest.TestCase):
                 self.assertEqual(zns.main(["trace-from-log", log, "--out", path, "--keep", "2"]), 0)
             self.assertEqual(sum(e.op == "delete" for e in zns.read_trace(path)), 1)
 
+    def test_nothing_taken_together_each_create_at_its_own_time(self):
+        es = zns.trace_from_log(LOG.splitlines(), keep=1, together_s=0)
+        self.assertEqual([(e.time_s, e.op, e.checkpoint) for e in es if e.op == "create"],
+                         [(0.0, "create", "c1"), (0.4, "create", "c1"), (10.0, "create", "c2"), (20.0, "create", "c1+")])
+
     def test_logged_deletes_and_removals_are_the_deletes(self):
         es = zns.trace_from_log(LOG_DELETES.splitlines(), keep=1)
         self.assertEqual([(e.time_s, e.op, e.container, e.checkpoint, e.bytes) for e in es], [
