@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The guest root of the daemon's end-to-end test on a zoned device
-# (hack/zoned/zns-vm/docker-e2e.sh, run by hack/zoned/test-zns.sh with hack/zoned/zns-vm.sh
-# run-root): the patched dockerd and docker-proxy (make build), the docker CLI,
-# the runtime stack in $AB_PREFIX/bin (containerd, its runc shim, runc, CRIU,
-# tini as docker-init; hack/stack/install-deps.sh), bash, jq and util-linux's blkzone,
-# each with the shared libraries it links (as ldd finds them here), the memory
-# holder's image (hack/hosts/images.sh) and the test script. Everything comes from
-# this machine; nothing is downloaded. Busybox, which the guest's initramfs
-# has, is /bin.
+# The guest root of the daemon's runs on a zoned device, both started with
+# hack/zoned/zns-vm.sh run-root: hack/zoned/zns-vm/docker-e2e.sh (the end-to-end
+# test hack/zoned/test-zns.sh runs) and hack/zoned/zns-vm/docker-trace.sh (a
+# whole trace, hack/zoned/zns-trace-vm.sh). It holds the patched dockerd and
+# docker-proxy (make build), the docker CLI, the runtime stack in
+# $AB_PREFIX/bin (containerd, its runc shim, runc, CRIU, tini as docker-init;
+# hack/stack/install-deps.sh), bash, jq and util-linux's blkzone, each with the
+# shared libraries it links (as ldd finds them here), the memory holder's
+# image (hack/hosts/images.sh) and the scripts. Everything comes from this
+# machine; nothing is downloaded. Busybox, which the guest's initramfs has,
+# is /bin.
 #
 # usage: hack/zoned/zns-vm/docker-root.sh DIR     (DIR empty or missing)
 set -euo pipefail
@@ -78,5 +80,7 @@ printf '127.0.0.1 localhost\n::1 localhost\n' >"$dir/etc/hosts"
 mkdir -p "$dir/etc/criu"
 echo 'network-lock nftables' >"$dir/etc/criu/runc.conf"
 cp "$AB_BUILD/images/memholder.tar" "$dir/images/memholder.tar"
-install -m 0755 "$AB_ROOT/hack/zoned/zns-vm/docker-e2e.sh" "$dir/docker-e2e.sh"
+for f in docker-e2e.sh docker-trace.sh docker-lib.sh; do
+	install -m 0755 "$AB_ROOT/hack/zoned/zns-vm/$f" "$dir/$f"
+done
 log "zns-vm: guest root in $dir ($(du -sh "$dir" | cut -f1))"

@@ -1,0 +1,107 @@
+import json
+import os
+import tempfile
+import unittest
+
+from ab import zns, zns_guest
+
+MiB = 1 << 20
+ZONE = "  start: 0x{start:09x}, len 0x004000, cap 0x003000, wptr 0x{wp:06x} reset:0 non-seq:0, zcond: {c}({cond}) [type: 2(SEQ_WRITE_REQUIRED)]\n"
+
+
+def run_dir(d, written_sectors, read_sectors, made=2, conds=("fu", "oi", "em")):
+    """A finished run's files: two creates of 3 MiB + 1 byte and 2 MiB, one
+    delete, one create refused."""
+    creates = [zns.Event(0, "create", "a", "cp0", 3 * MiB + 1), zns.Event(5, "create", "b", "cp0", 2 * MiB)]
+    zns.write_trace(os.path.join(d, "guest-trace.csv"), creates[:made] + [zns.Event(9, "delete", "a", "cp0")])
+    # a and b asked for at once (issued 0.5), finished in the other order
+    ops = ["op\tkind\tcontainer\tcheckpoint\tbytes\toutcome\tseconds\tissued\tsize",
+           "2\tcreate\tb\tcp0\t2000000\tok\t2.0\t0.5\t2097152",
+           "1\tcreate\ta\tcp0\t3000000\tok\t3.1\t0.5\t3145729",
+           "3\tcreate\tc\tcp0\t9000000\tfailed: no room left on the zoned device\t1.0\t4.2\t",
+           "4\tdelete\ta\tcp0\t\tok\t0.5\t6.25"]
+    with open(os.path.join(d, "ops.tsv"), "w") as f:
+        f.write("\n".join(ops) + "\n")
+    with open(os.path.join(d, "dockerd.log"), "w") as f:
+        for n in (2097152, 3145729)[:made]:
+            f.write(f'time="2026-11-27T00:00:01Z" level=info msg="Checkpoint created" checkpoint=cp0 container=x '
+                    f'dump=1s written={n} zoned=true\n')
+    with open(os.path.join(d, "restores.tsv"), "w") as f:
+        f.write("container\tcheckpoint\tbefore\tbelow\tfirst_count\tseconds\nb\tcp0\t300\t900\t340\t4.5\n")
+    with open(os.path.join(d, "counters.json"), "w") as f:
+        json.dump({"sector_bytes": 512, "trace": {"read_sectors": read_sectors, "written_sectors": written_sectors},
+                   "restores": {"read_sectors": 4096, "written_sectors": 0}}, f)
+    with open(os.path.join(d, "zones-end.txt"), "w") as f:
+        for i, cond in enumerate(conds):
+            f.write(ZONE.format(start=i * 0x4000, wp=i * 0x4000 + (0x1000 if cond != "em" else 0), c=1, cond=cond))
+    with open(os.path.join(d, "replay.json"), "w") as f:
+        json.dump({"results": [{"metrics": {"creates": 2, "failed": 0, "host_bytes": 5 * MiB + 4096,
+                                            "relocated_bytes": MiB, "write_amplification": 1.2, "gc_runs": 1,
+                                            "resets": 3},
+                                "series": {"used_zones": [1, 2, 2]}}]}, f)
+
+
+class GuestReportTest(unittest.TestCase):
+    def test_relocated_bytes_are_what_the_device_wrote_beyond_the_images(self):
+        with tempfile.TemporaryDirectory() as d:
+            images = 3 * MiB + 4096 + 2 * MiB  # the first padded to the block
+            run_dir(d, written_sectors=(images + MiB) // 512, read_sectors=MiB // 512)
+            s = zns_guest.report(d)
+            self.assertEqual(s["device"]["image_bytes"], images)
+            self.assertEqual(s["device"]["relocated_bytes_by_writes"], MiB)
+            self.assertEqual(s["device"]["relocated_bytes_by_reads"], MiB)
+            self.assertEqual(s["device"]["zones_used_end"], 2)
+            self.assertEqual(s["device"]["zones"], 3)
+            self.assertEqual((s["creates_made"], s["creates_refused"], s["deletes"], s["restored"]), (2, 1, 1, 1))
+            self.assertEqual(s["replay"]["zones_used_end"], 2)
+            with open(os.path.join(d, "README.md")) as f:
+                readme = f.read()
+            self.assertIn("| relocated | 1.00 MiB (written less images); 1.00 MiB (read) | 1.00 MiB |", readme)
+            self.assertIn("no room left on the zoned device", readme)
+            self.assertEqual(zns_guest.load(os.path.join(d, "summary.json")), s)
+
+    def test_the_trace_of_what_the_daemon_did(self):
+        with tempfile.TemporaryDirectory() as d:
+            run_dir(d, written_sectors=0, read_sectors=0)
+            es = zns_guest.guest_trace(d)
+            self.assertEqual([(e.time_s, e.op, e.container, e.bytes) for e in es], [
+                (0.5, "create", "a", 3145729),  # asked for together: one time, the trace's order
+                (0.5, "create", "b", 2097152),
+                (6.25, "delete", "a", 0),
+            ])
+
+    def test_a_log_that_does_not_match_the_operations_is_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            run_dir(d, written_sectors=0, read_sectors=0, made=1)
+            with self.assertRaisesRegex(zns_guest.GuestError, "2 checkpoints made .* but 1"):
+                zns_guest.summarize(d)
+            with self.assertRaisesRegex(zns_guest.GuestError, "logged 1 checkpoints created .* ops.tsv has 2"):
+                zns_guest.guest_trace(d)
+
+    def test_a_zone_report_line_not_understood_is_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            run_dir(d, written_sectors=0, read_sectors=0)
+            with open(os.path.join(d, "zones-end.txt"), "a") as f:
+                f.write("blkzone: something else\n")
+            with self.assertRaisesRegex(zns_guest.GuestError, "zones-end.txt:4: not a zone"):
+                zns_guest.summarize(d)
+
+    def test_a_missing_file_names_the_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            run_dir(d, written_sectors=0, read_sectors=0)
+            os.remove(os.path.join(d, "counters.json"))
+            with self.assertRaisesRegex(zns_guest.GuestError, "counters.json is missing"):
+                zns_guest.summarize(d)
+
+    def test_cut(self):
+        with tempfile.TemporaryDirectory() as d:
+            src, out = os.path.join(d, "t.csv"), os.path.join(d, "cut.csv")
+            zns.write_trace(src, [zns.Event(0, "create", "a", "cp0", MiB), zns.Event(10, "create", "a", "cp1", MiB),
+                                  zns.Event(20, "delete", "a", "cp0")])
+            self.assertEqual(zns_guest.main(["cut", src, "--until", "10", "--out", out]), 0)
+            self.assertEqual([(e.time_s, e.checkpoint) for e in zns.read_trace(out)], [(0, "cp0"), (10, "cp1")])
+            self.assertEqual(zns_guest.main(["cut", src, "--until", "-1", "--out", out]), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()

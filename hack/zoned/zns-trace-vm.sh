@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The patched daemon over a whole checkpoint trace on an emulated zoned
+# device, and the replay of what it did beside it.
+#
+# A QEMU guest (hack/zoned/zns-vm.sh run-root, TCG) runs bin/dockerd-patched
+# with checkpoint-zoned-device on an emulated ZNS namespace and
+# hack/zoned/zns-vm/docker-trace.sh replays TRACE against it, one operation at
+# a time: memory holders checkpointed and their checkpoints deleted, the
+# device small enough that the daemon's placement relocates live data to
+# make room. At the end every checkpoint docker lists is restored and its
+# memory verified, and no zone is leaked. Then, on this host, what the
+# daemon did becomes a trace (python3 -m ab.zns_guest trace: each checkpoint
+# made, of its images' size, at the time it was asked for, checked against
+# the daemon's log), which the replay (hack/zoned/zns-replay, the daemon's own
+# Placer on the daemon's own model) places on the same geometry;
+# `python3 -m ab.zns_guest report` compares the two: bytes written and read
+# on the device, relocated, zones in use.
+#
+# usage: hack/zoned/zns-trace-vm.sh --out DIR [--trace FILE] [--until SECONDS] [--zones N]
+#            [--together]
+#   --trace   the trace to run [hyperfine-suites/traces/zns-recorded-2026-11-26.csv]
+#   --until   only its operations up to this time (s) [all]
+#   --together  the creates of different containers at one time in the trace
+#             asked for at once, not one at a time
+#   --zones   zones of 8 MiB (6 MiB of capacity each), at most 4 open and 6
+#             active [27: the guest's images of the default trace, 0.1 MiB
+#             beyond each holder's memory, peak at about 147 MiB live, 91% of
+#             the 162 MiB; the replay of them relocates there and fails
+#             nothing, on 26 zones it fails creates]
+# DIR gets console.log (the guest's), the guest's results (dockerd.log,
+# ops.tsv, restores.tsv, counters.json, zone reports, the index),
+# guest-trace.csv, replay.json and README.md. It needs `make build` and
+# hack/hosts/images.sh build; the guest takes 20-40 minutes for the whole
+# default trace on two cores. It starts no daemon on this host.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+trace=$AB_ROOT/hyperfine-suites/traces/zns-recorded-2026-11-26.csv
+until='' zones=27 out='' together=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--trace) trace=$2 && shift 2 ;;
+	--until) until=$2 && shift 2 ;;
+	--zones) zones=$2 && shift 2 ;;
+	--out) out=$2 && shift 2 ;;
+	--together) together=1 && shift ;;
+	-h | --help) sed -n '/^# usage:/,/^set -euo/{/^set -euo/d; s/^# \{0,1\}//; p}' "$0" && exit 0 ;;
+	*) die "zns-trace-vm: unknown argument '$1' (see --help)" ;;
+	esac
+done
+[ -n "$out" ] || die "usage: hack/zoned/zns-trace-vm.sh --out DIR [--trace FILE] [--until SECONDS] [--zones N] [--together]"
+[[ $zones =~ ^[0-9]+$ ]] && [ "$zones" -ge 8 ] || die "zns-trace-vm: --zones wants a number of zones, 8 or more (got '$zones')"
+[ -z "$until" ] || [[ $until =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "zns-trace-vm: --until wants seconds (got '$until')"
+[ -s "$trace" ] || die "zns-trace-vm: no trace at $trace"
+mkdir -p "$out"
+[ -z "$(ls -A "$out")" ] || die "zns-trace-vm: $out is not empty"
+
+"$AB_ROOT/hack/stack/patches.sh" ensure
+want=$("$AB_ROOT/hack/stack/patches.sh" hash)
+[ -x "$AB_ROOT/bin/dockerd-patched" ] || die "zns-trace-vm: bin/dockerd-patched is missing: run make build"
+have=$("$AB_ROOT/bin/dockerd-patched" --version)
+[[ $have == *"+ab.$want,"* ]] || die "zns-trace-vm: bin/dockerd-patched ($have) is not built from patches/ (+ab.$want): run make build"
+
+tmp=$(mktemp -d)
+vm_pid=""
+stop() {
+	if [ -n "$vm_pid" ]; then
+		kill -TERM "$vm_pid" 2>/dev/null || true
+		wait "$vm_pid" 2>/dev/null || true
+	fi
+	exit "$1"
+}
+trap 'rm -rf "$tmp"' EXIT
+trap 'stop 130' INT
+trap 'stop 143' TERM
+trap 'stop 129' HUP
+
+"$AB_ROOT/hack/zoned/zns-vm/docker-root.sh" "$tmp/root"
+# the trace, validated by the replay's reader, cut at --until
+PYTHONPATH=$AB_ROOT/hack python3 -m ab.zns_guest cut "$trace" --until "${until:-inf}" --out "$tmp/root/trace.csv"
+cp "$tmp/root/trace.csv" "$out/trace.csv"
+ops=$(($(wc -l <"$out/trace.csv") - 1))
+
+export ZNS_VM_ZONE_SIZE=8M ZNS_VM_ZONE_CAPACITY=6M ZNS_VM_NS_SIZE=$((zones * 8))M
+export ZNS_VM_MAX_OPEN=4 ZNS_VM_MAX_ACTIVE=6
+export ZNS_VM_MEM=${ZNS_VM_MEM:-2048}
+export ZNS_VM_ENV="ZNS_TRACE_TOGETHER=$together"
+# Under TCG an operation takes 3-10 s, a restore 10-30 s.
+export ZNS_VM_TIMEOUT=${ZNS_VM_TIMEOUT:-$((1200 + ops * 20))}
+log "zns-trace-vm: $ops operations of $(basename "$trace") on $zones zones of 8 MiB (6 MiB capacity); the guest may take up to ${ZNS_VM_TIMEOUT}s"
+rc=0
+"$AB_ROOT/hack/zoned/zns-vm.sh" run-root "$tmp/root" /docker-trace.sh > >(tee "$out/console.log") 2>&1 &
+vm_pid=$!
+wait "$vm_pid" || rc=$?
+vm_pid=""
+# the guest's results, if it got as far as printing them
+tr -d '\r' <"$out/console.log" | sed -n '/^ZNS-TRACE-RESULTS-BEGIN$/,/^ZNS-TRACE-RESULTS-END$/p' |
+	sed '1d;$d' | base64 -d 2>/dev/null | tar -xzf - -C "$out" 2>/dev/null || true
+[ "$rc" = 0 ] || die "zns-trace-vm: the guest's run failed (status $rc): $out/console.log"
+[ -s "$out/dockerd.log" ] || die "zns-trace-vm: the guest printed no results: $out/console.log"
+# the archive, unpacked, leaves the console log
+sed -i '/^ZNS-TRACE-RESULTS-BEGIN\r\{0,1\}$/,/^ZNS-TRACE-RESULTS-END\r\{0,1\}$/c\[the results archive, unpacked beside this file]' "$out/console.log"
+
+log "zns-trace-vm: what the daemon did as a trace, replayed on the same geometry"
+PYTHONPATH=$AB_ROOT/hack python3 -m ab.zns_guest trace "$out"
+PYTHONPATH=$AB_ROOT/hack python3 -m ab.zns --trace "$out/guest-trace.csv" --zone-size 8MiB --zone-capacity 6MiB \
+	--zones "$zones" --max-open 4 --max-active 6 --gc-reserve 0 --policy zone-pack --json "$out/replay.json" >"$out/replay.txt"
+PYTHONPATH=$AB_ROOT/hack python3 -m ab.zns_guest report "$out"
+log "zns-trace-vm: $out/README.md"
