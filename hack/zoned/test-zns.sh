@@ -16,6 +16,8 @@
 # usage: hack/zoned/test-zns.sh
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+# shellcheck source=hack/zoned/guest.sh
+. "$AB_ROOT/hack/zoned/guest.sh"
 
 export ZNS_VM_ZONE_SIZE=${ZNS_VM_ZONE_SIZE:-8M}
 export ZNS_VM_ZONE_CAPACITY=${ZNS_VM_ZONE_CAPACITY:-6M}
@@ -23,37 +25,10 @@ export ZNS_VM_NS_SIZE=${ZNS_VM_NS_SIZE:-128M}
 export ZNS_VM_MAX_OPEN=${ZNS_VM_MAX_OPEN:-4}
 export ZNS_VM_MAX_ACTIVE=${ZNS_VM_MAX_ACTIVE:-6}
 
-"$AB_ROOT/hack/stack/patches.sh" ensure
-# The end-to-end test's daemon must be the series' build: an older one would
-# pass or fail for the wrong reasons.
-want=$("$AB_ROOT/hack/stack/patches.sh" hash)
-[ -x "$AB_ROOT/bin/dockerd-patched" ] || die "zns: bin/dockerd-patched is missing: run make build"
-have=$("$AB_ROOT/bin/dockerd-patched" --version)
-[[ $have == *"+ab.$want,"* ]] || die "zns: bin/dockerd-patched ($have) is not built from patches/ (+ab.$want): run make build"
+need_series_build zns
 
 out=$(mktemp -d)
-vm_pid=""
-# A signal stops the guest (hack/zoned/zns-vm.sh kills its QEMU) before the files go.
-stop() {
-	if [ -n "$vm_pid" ]; then
-		kill -TERM "$vm_pid" 2>/dev/null || true
-		wait "$vm_pid" 2>/dev/null || true
-	fi
-	exit "$1"
-}
 trap 'rm -rf "$out"' EXIT
-trap 'stop 130' INT
-trap 'stop 143' TERM
-trap 'stop 129' HUP
-
-vm() { # hack/zoned/zns-vm.sh args...: in the background, so that a signal reaches it
-	local rc=0
-	"$AB_ROOT/hack/zoned/zns-vm.sh" "$@" &
-	vm_pid=$!
-	wait "$vm_pid" || rc=$?
-	vm_pid=""
-	return "$rc"
-}
 
 # package, then the tests of it to run in the guest
 suites=(
