@@ -190,8 +190,9 @@ def report(d):
         f"listed was restored with its memory verified (the longest restore {s['restore_seconds_max']:.1f} s "
         "under TCG), and no zone was leaked at any check.",
         "",
-        "The replay is hack/zoned/zns-replay's zone-pack (the daemon's Placer on the daemon's model) on the "
-        "daemon's own log as a trace (`guest-trace.csv`), same geometry, no reserve.",
+        "The replay is hack/zoned/zns-replay's zone-pack (the daemon's Placer on the daemon's model) on what "
+        "the daemon did as a trace (`guest-trace.csv`: each checkpoint it made, at the time it was asked for, "
+        "of its images' size, and each delete), same geometry, no reserve.",
         "",
         "| | the daemon, on the device | the replay of its log |",
         "| --- | --- | --- |",

@@ -34,6 +34,8 @@
 # default trace on two cores. It starts no daemon on this host.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+# shellcheck source=hack/zoned/guest.sh
+. "$AB_ROOT/hack/zoned/guest.sh"
 
 trace=$AB_ROOT/hyperfine-suites/traces/zns-recorded-2026-11-26.csv
 until='' zones=27 out='' together=0
@@ -55,25 +57,10 @@ done
 mkdir -p "$out"
 [ -z "$(ls -A "$out")" ] || die "zns-trace-vm: $out is not empty"
 
-"$AB_ROOT/hack/stack/patches.sh" ensure
-want=$("$AB_ROOT/hack/stack/patches.sh" hash)
-[ -x "$AB_ROOT/bin/dockerd-patched" ] || die "zns-trace-vm: bin/dockerd-patched is missing: run make build"
-have=$("$AB_ROOT/bin/dockerd-patched" --version)
-[[ $have == *"+ab.$want,"* ]] || die "zns-trace-vm: bin/dockerd-patched ($have) is not built from patches/ (+ab.$want): run make build"
+need_series_build zns-trace-vm
 
 tmp=$(mktemp -d)
-vm_pid=""
-stop() {
-	if [ -n "$vm_pid" ]; then
-		kill -TERM "$vm_pid" 2>/dev/null || true
-		wait "$vm_pid" 2>/dev/null || true
-	fi
-	exit "$1"
-}
 trap 'rm -rf "$tmp"' EXIT
-trap 'stop 130' INT
-trap 'stop 143' TERM
-trap 'stop 129' HUP
 
 "$AB_ROOT/hack/zoned/zns-vm/docker-root.sh" "$tmp/root"
 # the trace, validated by the replay's reader, cut at --until
@@ -89,10 +76,7 @@ export ZNS_VM_ENV="ZNS_TRACE_TOGETHER=$together"
 export ZNS_VM_TIMEOUT=${ZNS_VM_TIMEOUT:-$((1200 + ops * 20))}
 log "zns-trace-vm: $ops operations of $(basename "$trace") on $zones zones of 8 MiB (6 MiB capacity); the guest may take up to ${ZNS_VM_TIMEOUT}s"
 rc=0
-"$AB_ROOT/hack/zoned/zns-vm.sh" run-root "$tmp/root" /docker-trace.sh > >(tee "$out/console.log") 2>&1 &
-vm_pid=$!
-wait "$vm_pid" || rc=$?
-vm_pid=""
+vm run-root "$tmp/root" /docker-trace.sh > >(tee "$out/console.log") 2>&1 || rc=$?
 # the guest's results, if it got as far as printing them
 tr -d '\r' <"$out/console.log" | sed -n '/^ZNS-TRACE-RESULTS-BEGIN$/,/^ZNS-TRACE-RESULTS-END$/p' |
 	sed '1d;$d' | base64 -d 2>/dev/null | tar -xzf - -C "$out" 2>/dev/null || true
