@@ -1,7 +1,7 @@
 # moby-ab: a patched dockerd and the A/B harness that measures it against stock.
 #
 #   make ab      build both daemons and run the default A/B suite
-#   make test    unit tests of the patched packages, harness, bats and integration tests
+#   make test    unit tests of the patched packages, harness, lint, bats and integration tests
 #
 # See README.md for the rest.
 
@@ -21,7 +21,7 @@ help:
 	@sed -n 's/^#   //p' Makefile
 	@echo
 	@echo 'Other targets: deps build build-stock build-patched images deb bundle patches-apply'
-	@echo '  patches-export patches-check rebase rebase-continue rebase-adopt upstream-drift'
+	@echo '  patches-export patches-check patches-lint rebase rebase-continue rebase-adopt upstream-drift'
 	@echo '  test-unit test-fuzz test-zns test-bats test-deb test-nodes test-harness test-integration clean'
 
 # make ab [SUITE=name-or-path] [RESULTS=dir]: run an A/B suite (hyperfine-suites/)
@@ -70,16 +70,20 @@ rebase-adopt:
 upstream-drift:
 	hack/stack/rebase.sh newest
 
-.PHONY: patches-apply patches-export patches-check
+.PHONY: patches-apply patches-export patches-check patches-lint
 patches-apply:
 	hack/stack/patches.sh apply
 patches-export:
 	hack/stack/patches.sh export
 patches-check:
 	hack/stack/patches.sh check
+# moby's own checks on what the series changed, in build/moby-patched: gofmt,
+# go vet, golangci-lint with the tree's .golangci.yml on the lines it added.
+patches-lint:
+	hack/stack/patches.sh lint
 
 .PHONY: test test-unit test-fuzz test-containerd test-bats test-deb test-nodes test-harness test-integration test-zns
-test: test-unit test-fuzz test-containerd test-harness test-zns test-bats test-integration
+test: test-unit test-fuzz test-containerd test-harness patches-lint test-zns test-bats test-integration
 test-unit:
 	hack/stack/test-unit.sh
 # patches/containerd/ on containerd's own tree (hack/containerd.pin): applies,

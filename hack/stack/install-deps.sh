@@ -27,6 +27,10 @@ PODMAN_SERIES=4.3
 # Debian 12's charliecloud (APT_PACKAGES: its runtime, ch-run)
 CHARLIECLOUD_SERIES=0.31
 MIN_DOCKER_API=1.44
+# golangci-lint for `make patches-lint`: the version upstream's Dockerfile pins
+# (ARG GOLANGCI_LINT_VERSION) for the tree's .golangci.yml (format "2": a v2
+# golangci-lint), built from its module as that Dockerfile builds it.
+GOLANGCI_LINT_VERSION=v2.8.0
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 AB_CACHE=${AB_CACHE:-/var/cache/moby-ab}
 BIN=$AB_PREFIX/bin
@@ -273,6 +277,23 @@ check_docker_cli() {
 	step "docker CLI" "installed $BIN/docker"
 }
 
+install_golangci_lint() {
+	local out m=github.com/golangci/golangci-lint/v2/cmd/golangci-lint tmp
+	out=$("$BIN/golangci-lint" version 2>/dev/null) || true
+	if grep -q "^golangci-lint has version ${GOLANGCI_LINT_VERSION#v} " <<<"$out" ||
+		grep -q "^golangci-lint has version $GOLANGCI_LINT_VERSION " <<<"$out"; then
+		step "golangci-lint $GOLANGCI_LINT_VERSION" "ok"
+		return
+	fi
+	need "golangci-lint $GOLANGCI_LINT_VERSION" || return 0
+	tmp=$(mktemp -d)
+	GOBIN=$tmp CGO_ENABLED=0 GOFLAGS=-buildvcs=false go install "$m@$GOLANGCI_LINT_VERSION" >&2 ||
+		die "go install $m@$GOLANGCI_LINT_VERSION failed"
+	install -m 0755 "$tmp/golangci-lint" "$BIN/golangci-lint"
+	rm -rf "$tmp"
+	step "golangci-lint $GOLANGCI_LINT_VERSION" "installed"
+}
+
 # The guest kernel of hack/zoned/zns-vm.sh (Debian's, from the package mirror).
 install_zns_kernel() {
 	local have
@@ -297,6 +318,7 @@ install_tini
 check_podman
 check_charliecloud
 check_docker_cli
+install_golangci_lint
 install_zns_kernel
 
 if [ "$CHECK" = 1 ]; then
@@ -309,6 +331,7 @@ fi
 	echo "runc $("$BIN/runc" --version | awk 'NR==1{print $3}') $BIN/runc"
 	echo "criu $("$BIN/criu" --version | awk '/^Version/{print $2}') $BIN/criu"
 	echo "docker-init $("$BIN/docker-init" --version | awk '{print $3}') $BIN/docker-init"
+	echo "golangci-lint $("$BIN/golangci-lint" version | awk '{print $4}') $BIN/golangci-lint"
 	echo "docker-registry $(docker-registry --version | awk '{print $3}') $(command -v docker-registry)"
 	echo "docker $(docker version --format '{{.Client.Version}}' 2>/dev/null) $(command -v docker)"
 	# (not podman --version: podman run bare creates the machine's default storage)

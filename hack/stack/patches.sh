@@ -14,6 +14,12 @@
 #            files it touches (outside vendor/) as gofmt writes them;
 #            PATCHES_CHECK_FROM=N builds and formats only patches N and later
 #            (the rest of the check is whole; CI checks every patch)
+#   lint     moby's own checks on what the series changed, in the patched tree
+#            as it stands: gofmt, go vet of the packages it touches, and
+#            golangci-lint (the version upstream's Dockerfile pins, installed by
+#            hack/stack/install-deps.sh) with the tree's own .golangci.yml,
+#            reporting only findings in lines the series added, each with the
+#            patch that added the line
 #
 # Work on a patch: edit and commit in build/moby-patched (one logical change per
 # commit; fix-ups squashed into the commit they fix), then `make patches-export`.
@@ -181,15 +187,121 @@ cmd_check() {
 		mapfile -t pkgs < <(changed_packages "$tmp/tree" "$commit")
 		(cd "$tmp/tree" && go build -trimpath -tags "$GO_BUILDTAGS" ./... && go vet -tags "$GO_BUILDTAGS" "${pkgs[@]}") ||
 			die "patches check: patch $i/$n does not build on its own"
-		mapfile -t unformatted < <(changed_go_files "$tmp/tree" "$commit" | (cd "$tmp/tree" && xargs -r gofmt -l))
+		mapfile -t unformatted < <(unformatted_go_files "$tmp/tree" "$commit")
 		[ "${#unformatted[@]}" -eq 0 ] ||
 			die "patches check: patch $i/$n leaves Go files gofmt would change: ${unformatted[*]}"
 	done
 	log "patches check: ok ($n patch(es)${PATCHES_CHECK_FROM:+, built from $from on})"
 }
 
-changed_go_files() { # tree commit: the Go files outside vendor/ the commit leaves
-	abgit -C "$1" diff-tree --no-commit-id --name-only --diff-filter=d -r "$2" -- '*.go' ':!vendor/**'
+# cmd_lint: moby's own checks, on the patched tree as it stands (local commits
+# included), scoped to what the series changed so that upstream's own findings
+# stay upstream's: gofmt of the Go files it changed (patches.sh check runs the
+# same per patch), go vet of the packages it added lines to, and golangci-lint
+# with the tree's own .golangci.yml over those packages, reporting only issues
+# in lines the series added (--new-from-rev). Each finding is followed by the
+# patch that added its line.
+#   LINT_CONCURRENCY  golangci-lint --concurrency (default: the CPUs)
+cmd_lint() {
+	cmd_ensure
+	local tree=$PATCHED_TREE lint=$AB_PREFIX/bin/golangci-lint base want have out rc=0
+	base=$(abgit -C "$tree" rev-parse upstream-base)
+	want=$(sed -n 's/^ARG GOLANGCI_LINT_VERSION=//p' "$tree/Dockerfile" | head -n 1)
+	have=$(golangci_lint_version "$lint") ||
+		die "patches lint: no golangci-lint at $lint (run hack/stack/install-deps.sh)"
+	[ -z "$want" ] || [ "$want" = "$have" ] ||
+		warn "patches lint: upstream's Dockerfile pins golangci-lint $want, $lint is $have (hack/stack/install-deps.sh pins it)"
+	# The series must not loosen the checks it is held to.
+	abgit -C "$tree" diff --quiet "$base" -- .golangci.yml ||
+		die "patches lint: the series changes .golangci.yml; lint with upstream's"
+
+	log "patches lint: gofmt of the Go files the series changed"
+	mapfile -t unformatted < <(unformatted_go_files "$tree" "$base" HEAD)
+	[ "${#unformatted[@]}" -eq 0 ] ||
+		die "patches lint: gofmt would change: ${unformatted[*]}"
+
+	mapfile -t pkgs < <(added_packages "$tree" "$base")
+	[ "${#pkgs[@]}" -gt 0 ] || {
+		log "patches lint: the series adds no Go lines outside vendor/"
+		return 0
+	}
+	log "patches lint: go vet ${pkgs[*]}"
+	# (-trimpath: the packages patches check and build.sh compiled are reused)
+	(cd "$tree" && go vet -trimpath -tags "$GO_BUILDTAGS" "${pkgs[@]}") || die "patches lint: go vet failed"
+
+	log "patches lint: golangci-lint $have (.golangci.yml of the tree), lines the series added"
+	out=$(mktemp)
+	(cd "$tree" && "$lint" run --config .golangci.yml --build-tags "$GO_BUILDTAGS" \
+		--new-from-rev "$base" ${LINT_CONCURRENCY:+--concurrency "$LINT_CONCURRENCY"} \
+		--output.text.path stdout --output.text.colors=false --show-stats=false \
+		"${pkgs[@]}") >"$out" 2> >(unused_exclusions >&2) || rc=$?
+	name_patches "$tree" "$base" <"$out"
+	rm -f "$out"
+	case $rc in
+	0) ;;
+	1) die "patches lint: golangci-lint reports findings in lines the series added (above: file:line:col: message (linter), then the patch)" ;;
+	*) die "patches lint: golangci-lint failed (exit $rc)" ;;
+	esac
+	log "patches lint: ok (${#pkgs[@]} package(s))"
+}
+
+# unused_exclusions: golangci-lint's stderr without its notes on the
+# exclusion rules of .golangci.yml that matched nothing (warn-unused): over a
+# few packages most of upstream's rules have nothing to match.
+unused_exclusions() {
+	grep -v 'runner/exclusion_rules\] Skipped 0 issues by rules' || true
+}
+
+golangci_lint_version() { # binary: its version (v2.8.0), from `version`
+	local out
+	out=$("$1" version 2>/dev/null) || return 1
+	sed -n 's/^golangci-lint has version \(v*[0-9][^ ]*\) .*/\1/p' <<<"$out" | sed 's/^\([0-9]\)/v\1/'
+}
+
+# name_patches tree base: copy golangci-lint's text report, following each
+# "file:line:col: ..." finding with the patch that added the line (git blame
+# of the file in the work tree).
+name_patches() {
+	local tree=$1 base=$2 line file n sha
+	local -A numbers=()
+	local i=0
+	for sha in $(abgit -C "$tree" rev-list --reverse "$base..HEAD"); do
+		i=$((i + 1))
+		numbers[$sha]=$(printf '%04d' "$i")
+	done
+	while IFS= read -r line; do
+		printf '%s\n' "$line"
+		[[ $line =~ ^([^[:space:]:]+\.go):([0-9]+):[0-9:]*\ .*\(([a-z0-9]+)\)$ ]] || continue
+		file=${BASH_REMATCH[1]} n=${BASH_REMATCH[2]}
+		# (the file as it stands: the line may not be committed yet)
+		sha=$(abgit -C "$tree" blame --porcelain -L "$n,$n" -- "$file" 2>/dev/null | head -n 1 | cut -d' ' -f1) || true
+		case $sha in
+		"") ;;
+		*[!0]*)
+			if [ -n "${numbers[$sha]:-}" ]; then
+				printf '    (patch %s: %s)\n' "${numbers[$sha]}" "$(abgit -C "$tree" log -1 --format=%s "$sha")"
+			else
+				printf "    (upstream's line)\n"
+			fi
+			;;
+		*) printf '    (not committed yet)\n' ;;
+		esac
+	done
+}
+
+added_packages() { # tree base: Go packages (./dir, outside vendor/) in which HEAD adds lines to base
+	abgit -C "$1" diff --no-renames --numstat "$2" HEAD -- '*.go' ':!vendor/**' |
+		awk '$1 != "-" && $1 > 0 {print $3}' | xargs -r -n1 dirname | sort -u | while read -r d; do
+		[ -d "$1/$d" ] && ls "$1/$d"/*.go >/dev/null 2>&1 && echo "./$d"
+	done
+}
+
+changed_go_files() { # tree commit [commit2]: the Go files outside vendor/ the commit leaves (or that differ between the two)
+	abgit -C "$1" diff-tree --no-commit-id --name-only --diff-filter=d -r "${@:2}" -- '*.go' ':!vendor/**'
+}
+
+unformatted_go_files() { # tree commit [commit2]: those of changed_go_files that gofmt would change
+	changed_go_files "$@" | (cd "$1" && xargs -r gofmt -l)
 }
 
 changed_packages() { # tree commit: Go packages (./dir) the commit touches
@@ -207,5 +319,6 @@ hash) cmd_hash ;;
 state) tree_state ;;
 check-trailers) check_trailers "${2:-}" ;;
 check) cmd_check ;;
-*) die "usage: hack/stack/patches.sh apply|export|ensure|hash|state|check|check-trailers [dir]" ;;
+lint) cmd_lint ;;
+*) die "usage: hack/stack/patches.sh apply|export|ensure|hash|state|check|lint|check-trailers [dir]" ;;
 esac
