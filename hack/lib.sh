@@ -240,6 +240,24 @@ remove_reg_ns_if_unused() {
 	ip netns del "$REG_NS"
 }
 
+# host_links_down HOST: the emulated links of a test host (hack/hosts/link.sh,
+# its second one too), which hold its namespace open: taken down before it.
+host_links_down() {
+	if [ -f "$AB_RUN/link-$1.backend" ]; then
+		"$AB_ROOT/hack/hosts/link.sh" down "$1" 2>/dev/null || true
+	fi
+	if [ -f "$AB_RUN/link2-$1.backend" ]; then
+		"$AB_ROOT/hack/hosts/link.sh" down "$1" --second 2>/dev/null || true
+	fi
+}
+
+# host_ns_down NS: a test host's namespace, and the registry's once nothing
+# uses it.
+host_ns_down() {
+	if ns_exists "$1"; then ip netns del "$1"; fi
+	remove_reg_ns_if_unused
+}
+
 # Connect a flavour's namespace to the registry's with a veth pair
 # 10.199.<i>.2 (flavour) <-> 10.199.<i>.1 (registry side). Idempotent.
 link_flavour_to_reg() {

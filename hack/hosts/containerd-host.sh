@@ -152,16 +152,10 @@ cmd_restart() {
 cmd_down() {
 	paths "$1"
 	stop
-	if [ -f "$AB_RUN/link-$H.backend" ]; then
-		"$(dirname "${BASH_SOURCE[0]}")/link.sh" down "$H" 2>/dev/null || true
-	fi
-	if [ -f "$AB_RUN/link2-$H.backend" ]; then
-		"$(dirname "${BASH_SOURCE[0]}")/link.sh" down "$H" --second 2>/dev/null || true
-	fi
+	host_links_down "$H"
 	unmount_under "$RUNDIR"
 	unmount_under "$VARDIR"
-	ns_exists "$NS" && ip netns del "$NS"
-	remove_reg_ns_if_unused
+	host_ns_down "$NS"
 	rm -rf "$RUNDIR" "$VARDIR"
 	log "containerd $H: down"
 }

@@ -223,18 +223,10 @@ cmd_down() {
 		esac
 	done
 	stop_processes
-	# An emulated link holds the namespace open: take it down first (and
-	# the second link's, as the peers' hosts do).
-	if [ -f "$AB_RUN/link-$F.backend" ]; then
-		"$(dirname "${BASH_SOURCE[0]}")/link.sh" down "$F" 2>/dev/null || true
-	fi
-	if [ -f "$AB_RUN/link2-$F.backend" ]; then
-		"$(dirname "${BASH_SOURCE[0]}")/link.sh" down "$F" --second 2>/dev/null || true
-	fi
+	host_links_down "$F"
 	unmount_under "$EXECROOT"
 	unmount_under "$DATAROOT"
-	ns_exists "$NS" && ip netns del "$NS"
-	remove_reg_ns_if_unused
+	host_ns_down "$NS"
 	remove_cgroups
 	rm -rf "$RUNDIR"
 	if [ "$keep" = 0 ]; then

@@ -223,16 +223,10 @@ cmd_down() {
 			fi
 		done
 	fi
-	if [ -f "$AB_RUN/link-$H.backend" ]; then
-		"$(dirname "${BASH_SOURCE[0]}")/link.sh" down "$H" 2>/dev/null || true
-	fi
-	if [ -f "$AB_RUN/link2-$H.backend" ]; then
-		"$(dirname "${BASH_SOURCE[0]}")/link.sh" down "$H" --second 2>/dev/null || true
-	fi
+	host_links_down "$H"
 	unmount_under "$RUNDIR"
 	unmount_under "$VARDIR"
-	if ns_exists "$NS"; then ip netns del "$NS"; fi
-	remove_reg_ns_if_unused
+	host_ns_down "$NS"
 	rm -rf "$RUNDIR" "$VARDIR"
 	log "podman $H: down"
 }
