@@ -93,28 +93,49 @@ def parse_trace(lines, path="<trace>"):
     hinted = [h.strip() for h in header] == HEADER + [HINT]
     if not hinted and [h.strip() for h in header] != HEADER:
         raise TraceError(f"{path}:1: bad header {','.join(header)!r} (want {','.join(HEADER)}, and optionally {HINT})")
-    events, live, last = [], set(), 0.0
+    events, order = [], _Order(path)
     try:
         for row in rows:
             no = rows.line_num
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue
             e = _event(row, no, path, hinted)
-            if e.time_s < last:
-                raise TraceError(f"{path}:{no}: time goes backwards ({e.time_s:g} after {last:g})")
-            last = e.time_s
-            if e.op == "create":
-                if e.key in live:
-                    raise TraceError(f"{path}:{no}: create of {e.container}/{e.checkpoint}, which already exists")
-                live.add(e.key)
-            else:
-                if e.key not in live:
-                    raise TraceError(f"{path}:{no}: delete of unknown checkpoint {e.container}/{e.checkpoint}")
-                live.remove(e.key)
+            order.add(e)
             events.append(e)
     except csv.Error as e:
         raise TraceError(f"{path}:{rows.line_num}: {e}") from None
     return events
+
+
+def check_order(events, path="<trace>"):
+    """events, if they keep a trace's order (see _Order); each error names
+    path and the event's line."""
+    order = _Order(path)
+    for e in events:
+        order.add(e)
+    return events
+
+
+class _Order:
+    """A trace's order: time never goes back, a create makes a checkpoint
+    that does not exist, a delete ends one that does."""
+
+    def __init__(self, path):
+        self.path, self.live, self.last = path, set(), 0.0
+
+    def add(self, e):
+        where = f"{self.path}:{e.line}"
+        if e.time_s < self.last:
+            raise TraceError(f"{where}: time goes backwards ({e.time_s:g} after {self.last:g})")
+        self.last = e.time_s
+        if e.op == "create":
+            if e.key in self.live:
+                raise TraceError(f"{where}: create of {e.container}/{e.checkpoint}, which already exists")
+            self.live.add(e.key)
+        else:
+            if e.key not in self.live:
+                raise TraceError(f"{where}: delete of unknown checkpoint {e.container}/{e.checkpoint}")
+            self.live.remove(e.key)
 
 
 def _event(row, no, path, hinted=False):

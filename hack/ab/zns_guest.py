@@ -66,9 +66,11 @@ def zones(path):
 
 
 def table(path):
-    """Rows of a TSV with a header, as dicts."""
+    """Rows of a TSV with a header, as dicts, each with its line number
+    ("line")."""
     with open(path, newline="") as f:
-        return list(csv.DictReader(f, delimiter="\t"))
+        rows = csv.DictReader(f, delimiter="\t")
+        return [dict(r, line=rows.line_num) for r in rows]
 
 
 def load(path):
@@ -89,18 +91,16 @@ def guest_trace(d):
         raise GuestError(f"{d}/ops.tsv has no issued and size columns (a run before they were recorded)")
     done = sorted((o for o in ops if o["outcome"] == "ok"), key=lambda o: (float(o["issued"]), int(o["op"])))
     events = [zns.Event(float(o["issued"]), o["kind"], o["container"], o["checkpoint"],
-                        int(o["size"]) if o["kind"] == "create" else 0) for o in done]
+                        int(o["size"]) if o["kind"] == "create" else 0, line=o["line"]) for o in done]
     with open(_path(d, "dockerd.log")) as f:
         logged = sorted(int(m.group(1)) for m in map(CREATED.search, f) if m)
     made = sorted(e.bytes for e in events if e.op == "create")
     if logged != made:
         raise GuestError(f"{d}: the daemon logged {len(logged)} checkpoints created ({sum(logged)} bytes), "
                          f"ops.tsv has {len(made)} made ({sum(made)} bytes)")
-    # through the trace's own rules: no delete of what was not made, no
-    # time going back
-    rows = [",".join(zns.HEADER)] + [f"{e.time_s},{e.op},{e.container},{e.checkpoint},"
-                                     f"{e.bytes if e.op == 'create' else ''}" for e in events]
-    return zns.parse_trace(rows, path=f"{d}/ops.tsv")
+    # the trace's own rules: no delete of what was not made, no time going
+    # back
+    return zns.check_order(events, path=f"{d}/ops.tsv")
 
 
 def _path(d, name):

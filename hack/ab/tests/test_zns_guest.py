@@ -70,6 +70,14 @@ class GuestReportTest(unittest.TestCase):
                 (6.25, "delete", "a", 0),
             ])
 
+    def test_a_delete_of_what_was_not_made_is_refused_naming_its_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            run_dir(d, written_sectors=0, read_sectors=0)
+            with open(os.path.join(d, "ops.tsv"), "a") as f:
+                f.write("5\tdelete\tc\tcp0\t\tok\t0.5\t7.0\n")
+            with self.assertRaisesRegex(zns.TraceError, r"ops.tsv:6: delete of unknown checkpoint c/cp0"):
+                zns_guest.guest_trace(d)
+
     def test_a_log_that_does_not_match_the_operations_is_refused(self):
         with tempfile.TemporaryDirectory() as d:
             run_dir(d, written_sectors=0, read_sectors=0, made=1)
