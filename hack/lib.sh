@@ -258,6 +258,17 @@ host_ns_down() {
 	remove_reg_ns_if_unused
 }
 
+# host_down HOST NS DIR...: a peer's test host torn down: its links, then
+# what is mounted under each DIR, its namespace, and the DIRs.
+host_down() {
+	local h=$1 ns=$2 d
+	shift 2
+	host_links_down "$h"
+	for d in "$@"; do unmount_under "$d"; done
+	host_ns_down "$ns"
+	rm -rf "$@"
+}
+
 # Connect a flavour's namespace to the registry's with a veth pair
 # 10.199.<i>.2 (flavour) <-> 10.199.<i>.1 (registry side). Idempotent.
 link_flavour_to_reg() {

@@ -152,11 +152,7 @@ cmd_restart() {
 cmd_down() {
 	paths "$1"
 	stop
-	host_links_down "$H"
-	unmount_under "$RUNDIR"
-	unmount_under "$VARDIR"
-	host_ns_down "$NS"
-	rm -rf "$RUNDIR" "$VARDIR"
+	host_down "$H" "$NS" "$RUNDIR" "$VARDIR"
 	log "containerd $H: down"
 }
 

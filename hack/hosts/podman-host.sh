@@ -223,11 +223,7 @@ cmd_down() {
 			fi
 		done
 	fi
-	host_links_down "$H"
-	unmount_under "$RUNDIR"
-	unmount_under "$VARDIR"
-	host_ns_down "$NS"
-	rm -rf "$RUNDIR" "$VARDIR"
+	host_down "$H" "$NS" "$RUNDIR" "$VARDIR"
 	log "podman $H: down"
 }
 
