@@ -39,7 +39,7 @@ APT_PACKAGES=(
 	# build and scripts
 	gcc make git curl ca-certificates xz-utils jq gpgv pkg-config libseccomp-dev
 	# test hosts
-	iproute2 nftables iptables kmod util-linux bsdextrautils procps psmisc
+	iproute2 nftables iptables kmod util-linux bsdextrautils procps psmisc e2fsprogs
 	# test images and servers
 	busybox-static tini docker-registry debootstrap
 	# suites

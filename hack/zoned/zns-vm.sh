@@ -12,8 +12,9 @@
 #
 # TESTBIN must be statically linked (CGO_ENABLED=0 go test -c). In the guest it
 # runs as root in /tmp (a tmpfs) with ZNS_DEVICE=/dev/nvme0n1 (the zoned
-# namespace), ZNS_PLAIN_DEVICE=/dev/nvme0n2 (a conventional 64 MiB namespace
-# beside it, for tests of refusals) and ZNS_TEST=1; its output is the
+# namespace), ZNS_PLAIN_DEVICE=/dev/nvme0n2 (a conventional namespace, 64 MiB
+# unless ZNS_VM_PLAIN_SIZE says otherwise, beside it: refusals, ext4) and
+# ZNS_TEST=1; its output is the
 # console's, streamed. The exit
 # status is TESTBIN's; 125 when the VM itself failed (setup, timeout, no exit
 # status from the guest).
@@ -27,7 +28,7 @@
 #
 # Every guest loads the kernel's modules for NVMe and for what containers and
 # CRIU need (GUEST_MODULES below): overlayfs, the socket diagnostics, nf_tables
-# and conntrack's netlink interface.
+# and conntrack's netlink interface; and ext4 and the BFQ scheduler.
 #
 # Environment (defaults in brackets):
 #   ZNS_VM_ZONE_SIZE      zone size [64M]
@@ -35,6 +36,10 @@
 #   ZNS_VM_MAX_OPEN       max open zones [8]
 #   ZNS_VM_MAX_ACTIVE     max active zones [8]
 #   ZNS_VM_NS_SIZE        namespace size (a sparse file) [2G]
+#   ZNS_VM_PLAIN_SIZE     the conventional namespace's size (a sparse file) [64M]
+#   ZNS_VM_PLAIN_DRIVE    more QEMU -drive options for it ("cache=unsafe,
+#                         throttling.bps-write=67108864": an emulated disk of
+#                         64 MiB/s whose requests wait in one queue) []
 #   ZNS_VM_LBS            logical (and physical) block size [4096]
 #   ZNS_VM_ZASL           zone append size limit N: 2^N x 4 KiB (0 = the
 #                         max data transfer size, 512 KiB) [0]
@@ -66,12 +71,18 @@ VM_FAIL=125
 GUEST_MODULES="nvme:BLK_DEV_NVME overlay:OVERLAY_FS unix_diag:UNIX_DIAG netlink_diag:NETLINK_DIAG"
 GUEST_MODULES+=" af_packet_diag:PACKET_DIAG inet_diag:INET_DIAG tcp_diag:INET_TCP_DIAG udp_diag:INET_UDP_DIAG nf_tables:NF_TABLES"
 GUEST_MODULES+=" nf_conntrack_netlink:NF_CT_NETLINK"
+# ext4 and BFQ: the I/O controller's runs on the conventional namespace
+# (hack/zoned/zns-vm/docker-iocost.sh).
+GUEST_MODULES+=" ext4:EXT4_FS bfq:IOSCHED_BFQ"
 
 ZONE_SIZE=${ZNS_VM_ZONE_SIZE:-64M}
 ZONE_CAP=${ZNS_VM_ZONE_CAPACITY:-$ZONE_SIZE}
 MAX_OPEN=${ZNS_VM_MAX_OPEN:-8}
 MAX_ACTIVE=${ZNS_VM_MAX_ACTIVE:-8}
 NS_SIZE=${ZNS_VM_NS_SIZE:-2G}
+PLAIN_SIZE=${ZNS_VM_PLAIN_SIZE:-64M}
+PLAIN_DRIVE=${ZNS_VM_PLAIN_DRIVE:-}
+[[ $PLAIN_DRIVE =~ ^[A-Za-z0-9_.=,-]*$ ]] || die "zns-vm: ZNS_VM_PLAIN_DRIVE: '$PLAIN_DRIVE' is not a list of QEMU -drive options (name=value,...)"
 LBS=${ZNS_VM_LBS:-4096}
 ZASL=${ZNS_VM_ZASL:-0}
 TIMEOUT=${ZNS_VM_TIMEOUT:-240}
@@ -162,12 +173,14 @@ add_module() { # moddir out name
 	for dep in ${deps//,/ }; do
 		add_module "$moddir" "$out" "$dep"
 	done
-	# Soft dependencies to load first ("softdep: pre: crc32c"): a module of
-	# that name, or (a crypto algorithm) its generic implementation, unless
-	# the kernel has it built in.
+	# Soft dependencies to load first ("softdep: pre: crc32c", or an
+	# algorithm's alias, "crypto-crc32c"): a module of that name, or (a
+	# crypto algorithm) its generic implementation, unless the kernel has it
+	# built in.
 	deps=$(modinfo -F softdep "$dst" | awk '{ for (i = 1; i <= NF; i++) { if ($i == "pre:") p = 1; else if ($i ~ /:$/) p = 0; else if (p) print $i } }')
 	for dep in $deps; do
 		dep=${dep//-/_}
+		dep=${dep#crypto_}
 		if grep -qE "/${dep}\.ko\$" "$moddir/modules.builtin" 2>/dev/null; then
 			continue
 		elif module_file "$moddir" "$dep" >/dev/null; then
@@ -438,7 +451,7 @@ build_initramfs() { # root-or-empty cmd args...
 run_vm() {
 	command -v qemu-system-x86_64 >/dev/null || die "zns-vm: qemu-system-x86_64 missing (run hack/stack/install-deps.sh)"
 	truncate -s "$NS_SIZE" "$TMP/zns.img"
-	truncate -s 64M "$TMP/plain.img"
+	truncate -s "$PLAIN_SIZE" "$TMP/plain.img"
 
 	local append="console=ttyS0 panic=-1 rdinit=/init"
 	[ "${ZNS_VM_VERBOSE:-0}" = 1 ] || append="$append quiet"
@@ -454,7 +467,7 @@ run_vm() {
 		-drive "file=$TMP/zns.img,id=nvm,format=raw,if=none" \
 		-device "nvme,serial=zns0,id=nvme0$zasl" \
 		-device "nvme-ns,drive=nvm,nsid=1,logical_block_size=$LBS,physical_block_size=$LBS,zoned=true,zoned.zone_size=$ZONE_SIZE,zoned.zone_capacity=$ZONE_CAP,zoned.max_open=$MAX_OPEN,zoned.max_active=$MAX_ACTIVE" \
-		-drive "file=$TMP/plain.img,id=plain,format=raw,if=none" \
+		-drive "file=$TMP/plain.img,id=plain,format=raw,if=none${PLAIN_DRIVE:+,$PLAIN_DRIVE}" \
 		-device "nvme-ns,drive=plain,nsid=2,logical_block_size=$LBS,physical_block_size=$LBS" \
 		</dev/null &
 	QEMU_PID=$!

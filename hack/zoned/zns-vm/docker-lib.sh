@@ -156,7 +156,12 @@ check_no_leak() {
 
 # --- the daemon ---------------------------------------------------------------
 
-write_config() { # extra JSON members, or nothing
+# write_config [members]: the daemon's configuration, with extra JSON
+# members, if given, and checkpoint-zoned-device unless ZONED=0.
+write_config() {
+	local extra=${1:-}
+	[ "${ZONED:-1}" = 0 ] || extra="\"checkpoint-zoned-device\": \"$DEV\"${extra:+,
+  $extra}"
 	cat >"$CONFIG" <<EOF
 {
   "data-root": "$DATA",
@@ -168,9 +173,8 @@ write_config() { # extra JSON members, or nothing
   "iptables": false,
   "ip6tables": false,
   "userland-proxy-path": "/usr/local/bin/docker-proxy",
-  "metrics-addr": "$METRICS",
-  "checkpoint-zoned-device": "$DEV"${1:+,
-  $1}
+  "metrics-addr": "$METRICS"${extra:+,
+  $extra}
 }
 EOF
 }
