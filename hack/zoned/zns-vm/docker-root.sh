@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The guest root of the daemon's runs on a zoned device, both started with
+# The guest root of the daemon's runs in the zoned guest, all started with
 # hack/zoned/zns-vm.sh run-root: hack/zoned/zns-vm/docker-e2e.sh (the end-to-end
-# test hack/zoned/test-zns.sh runs) and hack/zoned/zns-vm/docker-trace.sh (a
-# whole trace, hack/zoned/zns-trace-vm.sh). It holds the patched dockerd and
+# test hack/zoned/test-zns.sh runs), hack/zoned/zns-vm/docker-trace.sh (a
+# whole trace, hack/zoned/zns-trace-vm.sh) and hack/zoned/zns-vm/docker-iocost.sh
+# (the I/O controller beside the daemon's pacing, hack/zoned/zns-iocost-vm.sh).
+# It holds the patched dockerd and
 # docker-proxy (make build), the docker CLI, the runtime stack in
 # $AB_PREFIX/bin (containerd, its runc shim, runc, CRIU, tini as docker-init;
-# hack/stack/install-deps.sh), bash, jq and util-linux's blkzone, each with the
+# hack/stack/install-deps.sh), bash, jq, util-linux's blkzone, mkfs.ext4, date and
+# a neighbour that commits (hack/zoned/zns-vm/commits), each with the
 # shared libraries it links (as ldd finds them here), the memory holder's
 # image (hack/hosts/images.sh) and the scripts. Everything comes from this
 # machine; nothing is downloaded. Busybox, which the guest's initramfs has,
@@ -37,11 +40,11 @@ progs=(
 for b in containerd containerd-shim-runc-v2 runc criu docker-init; do
 	progs+=("$AB_PREFIX/bin/$b" "/usr/local/bin/$b")
 done
-for b in docker bash jq blkzone tar gzip; do
+for b in docker bash jq blkzone tar gzip date mkfs.ext4; do
 	p=$(command -v "$b") || die "zns-vm: $b is missing (hack/stack/install-deps.sh)"
 	case $b in
 	docker) progs+=("$p" /usr/local/bin/docker) ;;
-	blkzone) progs+=("$p" /usr/sbin/blkzone) ;;
+	blkzone | mkfs.ext4) progs+=("$p" "/usr/sbin/$b") ;;
 	*) progs+=("$p" "/usr/bin/$b") ;;
 	esac
 done
@@ -80,7 +83,10 @@ printf '127.0.0.1 localhost\n::1 localhost\n' >"$dir/etc/hosts"
 mkdir -p "$dir/etc/criu"
 echo 'network-lock nftables' >"$dir/etc/criu/runc.conf"
 cp "$AB_BUILD/images/memholder.tar" "$dir/images/memholder.tar"
-for f in docker-e2e.sh docker-trace.sh docker-lib.sh; do
+# the neighbour of docker-iocost.sh, a static Go program
+(cd "$AB_ROOT/hack/zoned/zns-vm/commits" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath \
+	-ldflags='-s -w' -o "$dir/usr/local/bin/commits" .)
+for f in docker-e2e.sh docker-trace.sh docker-iocost.sh docker-lib.sh; do
 	install -m 0755 "$AB_ROOT/hack/zoned/zns-vm/$f" "$dir/$f"
 done
 log "zns-vm: guest root in $dir ($(du -sh "$dir" | cut -f1))"

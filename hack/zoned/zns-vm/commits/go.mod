@@ -1,0 +1,3 @@
+module moby-ab/commits
+
+go 1.22
