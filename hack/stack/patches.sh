@@ -11,7 +11,8 @@
 #   check    every patch has the trailers Upstream: and Drop-when:, the series
 #            applies cleanly on a fresh tree, exports byte for byte to patches/,
 #            and every patch builds on its own (bisectable) and leaves the Go
-#            files it touches (outside vendor/) as gofmt writes them;
+#            files it touches (outside vendor/) as gofmt writes them, and
+#            the whole series builds dockerd for Windows, as upstream does;
 #            PATCHES_CHECK_FROM=N builds and formats only patches N and later
 #            (the rest of the check is whole; CI checks every patch)
 #   lint     moby's own checks on what the series changed, in the patched tree
@@ -191,6 +192,10 @@ cmd_check() {
 		[ "${#unformatted[@]}" -eq 0 ] ||
 			die "patches check: patch $i/$n leaves Go files gofmt would change: ${unformatted[*]}"
 	done
+	# Upstream builds dockerd for Windows too: the whole series must.
+	log "patches check: the series builds dockerd for Windows"
+	(cd "$tmp/tree" && GOOS=windows go build -trimpath -o /dev/null ./cmd/dockerd) ||
+		die "patches check: the series does not build dockerd for Windows (keep Linux's calls in _linux.go files)"
 	log "patches check: ok ($n patch(es)${PATCHES_CHECK_FROM:+, built from $from on})"
 }
 
