@@ -1,5 +1,6 @@
 # What the scripts that boot the zoned guest with the patched daemon share
-# (hack/zoned/test-zns.sh, hack/zoned/zns-trace-vm.sh); sourced after hack/lib.sh.
+# (hack/zoned/test-zns.sh, hack/zoned/zns-trace-vm.sh, hack/zoned/zns-iocost-vm.sh);
+# sourced after hack/lib.sh.
 # It sets the traps for INT, TERM and HUP: a signal stops the guest (its
 # QEMU) before the script's EXIT trap removes the files.
 # shellcheck shell=bash
@@ -37,4 +38,27 @@ vm() {
 	wait "$VM_PID" || rc=$?
 	VM_PID=""
 	return "$rc"
+}
+
+# guest_run who root script mark out want: runs script in the guest booted
+# with the tree root (hack/zoned/zns-vm.sh run-root), its console also in
+# out/console.log; unpacks the results the guest printed, a base64 tar.gz
+# between the lines MARK-RESULTS-BEGIN and MARK-RESULTS-END, into out, and
+# leaves a line in the console log in their place. Dies, as who, when the
+# guest failed or printed no out/want.
+guest_run() {
+	local who=$1 root=$2 script=$3 mark=$4 out=$5 want=$6 rc=0 con tee_pid
+	# the console through tee, which is waited for: the results are the
+	# console's last lines
+	exec {con}> >(tee "$out/console.log")
+	tee_pid=$!
+	vm run-root "$root" "$script" >&"$con" 2>&1 || rc=$?
+	exec {con}>&-
+	wait "$tee_pid" || true
+	# the guest's results, if it got as far as printing them
+	tr -d '\r' <"$out/console.log" | sed -n "/^$mark-RESULTS-BEGIN\$/,/^$mark-RESULTS-END\$/p" |
+		sed '1d;$d' | base64 -d 2>/dev/null | tar -xzf - -C "$out" 2>/dev/null || true
+	[ "$rc" = 0 ] || die "$who: the guest's run failed (status $rc): $out/console.log"
+	[ -s "$out/$want" ] || die "$who: the guest printed no results: $out/console.log"
+	sed -i "/^$mark-RESULTS-BEGIN\r\{0,1\}\$/,/^$mark-RESULTS-END\r\{0,1\}\$/c\\[the results archive, unpacked beside this file]" "$out/console.log"
 }

@@ -77,13 +77,7 @@ export ZNS_VM_ENV="ZNS_IOCOST_REPS=$reps ZNS_IOCOST_MIB=$mib ZNS_IOCOST_CAP=$cap
 # Under TCG a run (a start, a holder, a checkpoint) takes 20-60 s.
 export ZNS_VM_TIMEOUT=${ZNS_VM_TIMEOUT:-$((600 + reps * nvar * 120))}
 log "zns-iocost-vm: $reps repetitions of $variants, a $mib MiB holder; the guest may take up to ${ZNS_VM_TIMEOUT}s"
-rc=0
-vm run-root "$tmp/root" /docker-iocost.sh > >(tee "$out/console.log") 2>&1 || rc=$?
-tr -d '\r' <"$out/console.log" | sed -n '/^ZNS-IOCOST-RESULTS-BEGIN$/,/^ZNS-IOCOST-RESULTS-END$/p' |
-	sed '1d;$d' | base64 -d 2>/dev/null | tar -xzf - -C "$out" 2>/dev/null || true
-[ "$rc" = 0 ] || die "zns-iocost-vm: the guest's run failed (status $rc): $out/console.log"
-[ -s "$out/runs.tsv" ] || die "zns-iocost-vm: the guest printed no results: $out/console.log"
-sed -i '/^ZNS-IOCOST-RESULTS-BEGIN\r\{0,1\}$/,/^ZNS-IOCOST-RESULTS-END\r\{0,1\}$/c\[the results archive, unpacked beside this file]' "$out/console.log"
+guest_run zns-iocost-vm "$tmp/root" /docker-iocost.sh ZNS-IOCOST "$out" runs.tsv
 # kept small: the commits compressed, of the daemons' logs the lines that
 # say how each checkpoint was written
 gzip -9 "$out"/*.commits

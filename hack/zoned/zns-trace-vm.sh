@@ -75,15 +75,7 @@ export ZNS_VM_ENV="ZNS_TRACE_TOGETHER=$together"
 # Under TCG an operation takes 3-10 s, a restore 10-30 s.
 export ZNS_VM_TIMEOUT=${ZNS_VM_TIMEOUT:-$((1200 + ops * 20))}
 log "zns-trace-vm: $ops operations of $(basename "$trace") on $zones zones of 8 MiB (6 MiB capacity); the guest may take up to ${ZNS_VM_TIMEOUT}s"
-rc=0
-vm run-root "$tmp/root" /docker-trace.sh > >(tee "$out/console.log") 2>&1 || rc=$?
-# the guest's results, if it got as far as printing them
-tr -d '\r' <"$out/console.log" | sed -n '/^ZNS-TRACE-RESULTS-BEGIN$/,/^ZNS-TRACE-RESULTS-END$/p' |
-	sed '1d;$d' | base64 -d 2>/dev/null | tar -xzf - -C "$out" 2>/dev/null || true
-[ "$rc" = 0 ] || die "zns-trace-vm: the guest's run failed (status $rc): $out/console.log"
-[ -s "$out/dockerd.log" ] || die "zns-trace-vm: the guest printed no results: $out/console.log"
-# the archive, unpacked, leaves the console log
-sed -i '/^ZNS-TRACE-RESULTS-BEGIN\r\{0,1\}$/,/^ZNS-TRACE-RESULTS-END\r\{0,1\}$/c\[the results archive, unpacked beside this file]' "$out/console.log"
+guest_run zns-trace-vm "$tmp/root" /docker-trace.sh ZNS-TRACE "$out" dockerd.log
 
 log "zns-trace-vm: what the daemon did as a trace, replayed on the same geometry"
 PYTHONPATH=$AB_ROOT/hack python3 -m ab.zns_guest trace "$out"
