@@ -23,6 +23,7 @@ import statistics
 import sys
 
 from . import stats
+from .report import fmt_ratio
 
 MiB = 1 << 20
 ORDER = ["alone", "nocap", "cap", "auto", "iocost", "bfq"]
@@ -116,14 +117,6 @@ def summarize(d):
     return {"runs": per_run, "variants": rows, "qos": qos}
 
 
-def _ratio(r):
-    if not r:
-        return ""
-    v = stats.verdict(r, lower_is_better=True, p=r.get("p_adj"))
-    ci = f" [{r['lo']:.2f}, {r['hi']:.2f}]" if r.get("lo") else ""
-    return f"{r['ratio']:.2f}x{ci} {v}"
-
-
 def _f(x, fmt="{:.2f}"):
     return "" if x is None else fmt.format(x)
 
@@ -158,7 +151,7 @@ def report(d):
         "`PYTHONPATH=hack python3 -m ab.iocost_guest report DIR`. The guest runs under",
         "QEMU's TCG: its times are an emulator's, compare ratios within this run. Medians",
         "per variant; the ratios are paired by repetition (geometric mean, 95% interval,",
-        "Holm-adjusted verdict; lower is better).",
+        "Holm-adjusted p and verdict, the sign-flip check; lower is better).",
         "",
         "blk-iocost's settings in the iocost variant (io.cost.qos, io.cost.model):",
         "",
@@ -172,12 +165,12 @@ def report(d):
     for r in s["variants"]:
         lines.append(f"| {r['variant']} ({r['what']}) | {r['n']} | {r['failures']} | {_f(r['seconds'])} | "
                      f"{_f(r['written_mib'], '{:.0f}')} | {_f(r['p50_ms'])} | {_f(r['p99_ms'])} | {_f(r['max_ms'])} | "
-                     f"{_ratio(r.get('p99_vs_alone'))} | {_ratio(r.get('max_vs_alone'))} |")
+                     f"{fmt_ratio(r.get('p99_vs_alone'), True)} | {fmt_ratio(r.get('max_vs_alone'), True)} |")
     lines += ["", "| the cgroup against the daemon's pacing | checkpoint time | neighbour p99 |", "| --- | --- | --- |"]
     for r in s["variants"]:
         for ref in ("cap", "auto"):
             if f"seconds_vs_{ref}" in r:
-                lines.append(f"| {r['variant']} / {ref} | {_ratio(r[f'seconds_vs_{ref}'])} | {_ratio(r[f'p99_vs_{ref}'])} |")
+                lines.append(f"| {r['variant']} / {ref} | {fmt_ratio(r[f'seconds_vs_{ref}'], True)} | {fmt_ratio(r[f'p99_vs_{ref}'], True)} |")
     lines += ["", "![checkpoint time against the neighbour's p99](iocost.png)", ""]
     with open(os.path.join(d, "README.md"), "w") as f:
         f.write("\n".join(lines))
