@@ -75,7 +75,7 @@ for cap in "${caps[@]}"; do
 	done
 done
 
-PYTHONPATH=$AB_ROOT/hack python3 - "$out/device-rate.json" "$size" "$dev" "$("$AB_ROOT/hack/stack/patches.sh" hash 2>/dev/null || echo unknown)" "${runs[@]}" <<'EOF'
+PYTHONPATH=$AB_ROOT/hack:$AB_ROOT/hack/measure python3 - "$out/device-rate.json" "$size" "$dev" "$("$AB_ROOT/hack/stack/patches.sh" hash 2>/dev/null || echo unknown)" "${runs[@]}" <<'EOF'
 import json, os, re, sys
 import diskstats
 from ab import units

@@ -128,7 +128,7 @@ for v in "${variants[@]}"; do
 	flavour=''
 done
 
-PYTHONPATH=$AB_ROOT/hack python3 - "$out" "$size" "$seconds" "$dev" "$("$AB_ROOT/hack/stack/patches.sh" hash 2>/dev/null || echo unknown)" "${runs[@]}" <<'EOF'
+PYTHONPATH=$AB_ROOT/hack:$AB_ROOT/hack/measure python3 - "$out" "$size" "$seconds" "$dev" "$("$AB_ROOT/hack/stack/patches.sh" hash 2>/dev/null || echo unknown)" "${runs[@]}" <<'EOF'
 import json, os, sys
 import diskstats
 outdir, size, seconds, dev, series, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6:]
