@@ -46,7 +46,10 @@ def read(path):
 
 def worst_window(rows, t0, t1):
     """The highest write rate, in bytes per second, over any window of at
-    least one second between t0 and t1."""
+    least one second between t0 and t1; a span under a second is taken as
+    the second from t0 (the samples go on after it), else no window would
+    fit in it. 0.0 if the samples do not cover a second."""
+    t1 = max(t1, t0 + 1.0)
     rows = [r for r in rows if t0 - 2 * INTERVAL_S <= r[0] <= t1 + 2 * INTERVAL_S]
     best = 0.0
     for i, (t, s) in enumerate(rows):
