@@ -231,9 +231,9 @@ def fields(nb, rows, c0=None, c1=None, series=False, workload="commits"):
     if series and nb and nb.get("windows") is not None:
         out["neighbour_series"] = neighbour_series(nb, c0, c1)
     if rows and c0 is not None:
-        # at least the second from the checkpoint's start: a shorter
-        # checkpoint's writes are in it
-        out["disk_worst_1s_bytes_per_s"] = round(diskstats().worst_window(rows, c0, max(c1, c0 + 1.0)))
+        # worst_window takes a checkpoint under a second as the second from
+        # its start
+        out["disk_worst_1s_bytes_per_s"] = round(diskstats().worst_window(rows, c0, c1))
         if series:
             out["disk_series"] = [[round(t1 - c0, 2), round((w1 - w0) * 512 / (t1 - t0) / 2**20, 1)]
                                   for (t0, w0), (t1, w1) in zip(rows, rows[1:]) if t1 > t0]
