@@ -25,7 +25,7 @@ from ..measure import Progress
 from ..report import bar_plot, cell_key, fmt_ratio, fmt_v, keyed, median_of, versus
 from ..results import Cell
 
-KEYS = ("scenarios", "container", "leave_running", "restore", "floor")
+KEYS = ("scenarios", "container", "leave_running", "restore", "floor", "settle")
 KEY_FIELDS = ("concurrent",)  # besides scenario and container
 SWITCHES = ("floor",)  # floor = false is no floor, in any suite
 REPETITIONS = 3
@@ -55,6 +55,7 @@ class Suite(suite.Suite):
     leave_running: bool = False
     restore: bool = False
     floor: bool = False  # also time runc checkpoint --image-path + fsync
+    settle: float = 0.0  # seconds the containers run before their checkpoint
 
 
 # --- the suite file ---------------------------------------------------------
@@ -70,15 +71,16 @@ def validate(v, d, s):
     s.leave_running = v.typed(d.get("leave_running", False), bool, ("leave_running",), "true or false")
     s.restore = v.typed(d.get("restore", False), bool, ("restore",), "true or false")
     s.floor = v.typed(d.get("floor", False), bool, ("floor",), "true or false")
+    s.settle = v.seconds(d, (), "settle", 0.0, 0.0)
 
 
 def refuse(v, d, kind):
     """leave_running and restore are let be (they do nothing elsewhere)."""
     if d.get("floor"):
         v.fail(("floor",), "floor: only checkpoint suites have the runc floor")
-    for k in ("container", "scenarios"):
+    for k in ("container", "scenarios", "settle"):
         if k in d:
-            v.fail((k,) if k == "scenarios" else (k, 0), f"{k} belongs to checkpoint suites, not {kind}")
+            v.fail((k, 0) if k == "container" else (k,), f"{k} belongs to checkpoint suites, not {kind}")
 
 
 def container(v, c, i):
@@ -133,6 +135,9 @@ def run(r):
                     try:
                         for c, nm in zip(group, names):
                             start_container(d, c, nm)
+                        # A container that has run a while: its start's
+                        # writes are done before its checkpoint begins.
+                        time.sleep(s.settle)
                         t0 = time.monotonic()
                         with concurrent.futures.ThreadPoolExecutor(len(group)) as ex:
                             futs = [ex.submit(checkpoint, d, nm, f"cp{rep}", s.leave_running) for nm in names]
