@@ -23,6 +23,9 @@ teardown() {
 	if [ -f "$BATS_TEST_TMPDIR/sampler.pid" ]; then
 		kill "$(cat "$BATS_TEST_TMPDIR/sampler.pid")" 2>/dev/null || true
 	fi
+	if [ -f "$BATS_TEST_TMPDIR/busy.pid" ]; then
+		stop_busy_disk
+	fi
 	for m in "$BATS_TEST_TMPDIR/small" /run/moby-ab/patched/exec/checkpoint-scratch; do
 		if mountpoint -q "$m" 2>/dev/null; then
 			umount "$m"
@@ -363,11 +366,14 @@ checkpoint_on_device() {
 	run docker checkpoint ls mh
 	refute_output --partial cp1
 	# "auto": CRIU writes the images straight into the checkpoint, unpaced,
-	# and the checkpoint restores
+	# and the checkpoint restores. A writer on the data-root's disk keeps
+	# it busy, so that "auto" would pace (a quiet disk is not paced: 0085).
 	echo '{"checkpoint-write-bandwidth": "auto"}' >"$BATS_TEST_TMPDIR/auto.json"
 	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/auto.json"
 	assert_success
+	busy_disk /var/lib/moby-ab/patched/busy
 	run docker checkpoint create mh cp2
+	stop_busy_disk
 	assert_success
 	run grep 'Checkpoint images written unpaced' /var/lib/moby-ab/patched/dockerd.log
 	assert_success
@@ -376,6 +382,26 @@ checkpoint_on_device() {
 	assert_output ""
 	umount "$scratch"
 	restore_resumes mh --checkpoint cp2
+}
+
+# busy_disk file: write file with O_DIRECT and fsync in a loop, in the
+# background, until stop_busy_disk (which removes it).
+busy_disk() {
+	local busy_file=$1
+	while :; do
+		dd if=/dev/zero of="$busy_file" bs=64k count=16 oflag=direct conv=fsync status=none || break
+	done &
+	echo $! >"$BATS_TEST_TMPDIR/busy.pid"
+	echo "$busy_file" >"$BATS_TEST_TMPDIR/busy.file"
+	wait_for 5 test -s "$busy_file"
+}
+
+stop_busy_disk() {
+	local pid
+	pid=$(cat "$BATS_TEST_TMPDIR/busy.pid")
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	rm -f "$(cat "$BATS_TEST_TMPDIR/busy.file")" "$BATS_TEST_TMPDIR/busy.pid" "$BATS_TEST_TMPDIR/busy.file"
 }
 
 # kill_daemon: SIGKILL the patched dockerd and let the test's background job
