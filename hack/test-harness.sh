@@ -32,7 +32,7 @@ if command -v ansible-playbook >/dev/null; then
 		check "ansible-playbook --syntax-check ${f#"$AB_ROOT"/}" ansible-playbook --syntax-check -i localhost, "$f"
 	done
 fi
-check "patch queue: applies, exports byte-identical, each patch builds" "$AB_ROOT/hack/stack/patches.sh" check
+check "patch queue: applies, exports byte-identical, each patch compiles" "$AB_ROOT/hack/stack/patches.sh" check
 # A patch without the Upstream:/Drop-when: trailers is refused.
 trailerless() {
 	local d rc=0
