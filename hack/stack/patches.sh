@@ -190,16 +190,15 @@ cmd_check() {
 		mapfile -t pkgs < <(changed_packages "$tmp/tree" "$commit")
 		# Every package compiled, as go build ./... does, short of linking
 		# its dozen commands (half of its time on a patch to ./daemon):
-		# go list -export compiles without linking, and names each package
-		# that does not compile (those without Go files to build, test-only
-		# ones, are not errors). make build links the series' dockerd.
+		# compile_errors (go list -export) compiles without linking, and
+		# names each package that does not compile. make build links the
+		# series' dockerd.
 		# A patch that changes only tests and docs compiles what the
 		# patch before it did: go vet below compiles its tests.
 		if only_tests_and_docs "$tmp/tree" "$commit" && [ "$i" -gt "$from" ]; then
 			errs=
 		else
-			errs=$(cd "$tmp/tree" && go list -e -trimpath -export -tags "$GO_BUILDTAGS" \
-				-f '{{if and .Error (or .GoFiles .InvalidGoFiles)}}{{.ImportPath}}: {{.Error}}{{"\n"}}{{end}}' ./...) ||
+			errs=$(compile_errors "$tmp/tree" -tags "$GO_BUILDTAGS" ./...) ||
 				die "patches check: patch $i/$n: go list failed"
 		fi
 		[ -z "$errs" ] || die "patches check: patch $i/$n does not build on its own:"$'\n'"$errs"
@@ -211,8 +210,7 @@ cmd_check() {
 	done
 	# Upstream builds dockerd for Windows too: the whole series must.
 	log "patches check: the series builds dockerd for Windows"
-	errs=$(cd "$tmp/tree" && GOOS=windows go list -e -deps -trimpath -export \
-		-f '{{if and .Error (or .GoFiles .InvalidGoFiles)}}{{.ImportPath}}: {{.Error}}{{"\n"}}{{end}}' ./cmd/dockerd) ||
+	errs=$(GOOS=windows compile_errors "$tmp/tree" -deps ./cmd/dockerd) ||
 		die "patches check: go list failed for Windows"
 	[ -z "$errs" ] ||
 		die "patches check: the series does not build dockerd for Windows (keep Linux's calls in _linux.go files):"$'\n'"$errs"
@@ -327,6 +325,12 @@ changed_go_files() { # tree commit [commit2]: the Go files outside vendor/ the c
 
 unformatted_go_files() { # tree commit [commit2]: those of changed_go_files that gofmt would change
 	changed_go_files "$@" | (cd "$1" && xargs -r gofmt -l)
+}
+
+compile_errors() { # tree [go list args...]: compile the packages without linking; print those that fail
+	# Packages without Go files to build (test-only ones) are not errors.
+	(cd "$1" && shift && go list -e -trimpath -export \
+		-f '{{if and .Error (or .GoFiles .InvalidGoFiles)}}{{.ImportPath}}: {{.Error}}{{"\n"}}{{end}}' "$@")
 }
 
 only_tests_and_docs() { # tree commit: the commit changes only _test.go, .md and testdata/ files
