@@ -2,6 +2,7 @@
 has the kind's module (hack/ab/kinds/) measure every cell, alternating
 flavours, each measurement cold. Writes results.json after every sample, so
 an interrupted run keeps what it measured."""
+import os
 import shutil
 import signal
 import sys
@@ -77,4 +78,7 @@ class Runner:
             self.daemons[f].down(keep=self.out)
         if self.s.needs_hosts:
             hosts.registry_down()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        if os.environ.get("AB_KEEP_TMP"):
+            print(f"scratch kept (AB_KEEP_TMP): {self.tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
