@@ -230,6 +230,7 @@ def fields(nb, rows, c0=None, c1=None, series=False, workload="commits"):
            "neighbour_series": None}
     if series and nb and nb.get("windows") is not None:
         out["neighbour_series"] = neighbour_series(nb, c0, c1)
+    out["stalls"] = stalls(nb, c0, c1)
     if rows and c0 is not None:
         # worst_window takes a checkpoint under a second as the second from
         # its start
@@ -238,6 +239,23 @@ def fields(nb, rows, c0=None, c1=None, series=False, workload="commits"):
             out["disk_series"] = [[round(t1 - c0, 2), round((w1 - w0) * 512 / (t1 - t0) / 2**20, 1)]
                                   for (t0, w0), (t1, w1) in zip(rows, rows[1:]) if t1 > t0]
     return out
+
+
+# an operation longer than this is a stall (the fetcher issue's target: none
+# over 50 ms beside "auto")
+STALL_MS = 50.0
+
+
+def stalls(nb, c0=None, c1=None):
+    """Every repetition's stalls, where they fell: {"checkpoint_s": [0,
+    end] or None, "windows": [[start s, longest ms], ...]}, the neighbour's
+    windows whose longest operation took over STALL_MS, on the checkpoint's
+    time axis (0 s its start); None without the neighbour's windows."""
+    if not nb or nb.get("windows") is None:
+        return None
+    series = neighbour_series(nb, c0, c1)
+    return {"checkpoint_s": series["checkpoint_s"],
+            "windows": [[w[0], w[4]] for w in series["windows"] if w[4] is not None and w[4] > STALL_MS]}
 
 
 def neighbour_series(nb, c0=None, c1=None):
@@ -361,7 +379,31 @@ def sections(doc):
                      f"{f(r['max_ms'], '{:.1f}')} ({f(r['worst_ms'], '{:.1f}')}) | {ratio('max_ms')} | "
                      + "".join(f"{f(r[k], fmt)} | " for k, (_, fmt) in zip(w["columns"], tail))
                      + f"{f(r['disk_mib_s'], '{:.0f}')} |")
-    return ["\n".join(lines) + "\n"]
+    return ["\n".join(lines) + "\n", stall_section(doc)]
+
+
+def stall_section(doc):
+    """Where each repetition's stalls fell against its checkpoint (stalls)."""
+    op = workload(doc)[1]["op"]
+    lines = ["## Stalls", "",
+             f"Every 100 ms window of the neighbour's in which a {op} took over {STALL_MS:.0f} ms, by repetition: "
+             "its start in seconds from the checkpoint's start (negative: during the neighbour's lead) and, after "
+             "@, the longest there; the checkpoint's own span beside it. Results without this record show "
+             "\"not recorded\".", "",
+             "| variant | stalls |", "| --- | --- |"]
+    for r in table_rows(doc):
+        per_rep = r["entry"].get("stalls")
+        if per_rep is None:
+            lines.append(f"| {r['name']} | not recorded |")
+            continue
+        cells = []
+        for rep, st in enumerate(per_rep):
+            if not st or not st["windows"]:
+                continue
+            span = f" (checkpoint 0-{st['checkpoint_s'][1]:.2f} s)" if st.get("checkpoint_s") else ""
+            cells.append(f"rep {rep + 1}: " + ", ".join(f"{t:.1f} s @ {ms:.0f} ms" for t, ms in st["windows"]) + span)
+        lines.append(f"| {r['name']} | {'; '.join(cells) if cells else 'none'} |")
+    return "\n".join(lines) + "\n"
 
 
 def timeline(doc):

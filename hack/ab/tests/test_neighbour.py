@@ -435,6 +435,29 @@ class NeighbourSeriesTest(unittest.TestCase):
         self.assertEqual((alone["checkpoint_s"], alone["windows"][1][0]), (None, 0.1))
         self.assertIsNone(neighbour.fields(None, None, series=True)["neighbour_series"])
 
+    def test_stalls(self):
+        """Every repetition keeps the windows whose longest operation took
+        over STALL_MS, on the checkpoint's axis, and the report lists them
+        per variant."""
+        nb = {"runtime_s": 3.5, "commit": {"n": 7000, "p50_ms": 0.1, "p99_ms": 0.4, "max_ms": 120.0},
+              "read": {"p99_ms": 0.2}, "commit_bytes": 16384, "start_unix": 1000.25, "window_s": 0.1,
+              "windows": [[0.0, 10, 0.1, 0.2, 0.3], [0.1, 0, None, None, None], [2.5, 3, 0.1, 50.0, 50.0],
+                          [2.6, 2, 0.1, 120.0, 120.0]], "windows_truncated": False}
+        f = neighbour.fields(nb, None, 1002.25, 1003.75)
+        self.assertEqual(f["stalls"], {"checkpoint_s": [0.0, 1.5], "windows": [[0.6, 120.0]]})
+        self.assertIsNone(neighbour.fields(None, None)["stalls"])
+        quiet = dict(nb, windows=nb["windows"][:3])
+        doc = {"kind": "neighbour", "disk": "vda", "results": [
+            {"flavor": "idle", "container": "idle", "params": {}, "times_s": [1.0, 1.0], "stalls": [None, None]},
+            {"flavor": "patched", "container": "384MiB", "params": {"checkpoint-write-bandwidth": "auto"},
+             "times_s": [1.5, 1.5], "stalls": [neighbour.fields(quiet, None, 1002.25, 1003.75)["stalls"], f["stalls"]]},
+            {"flavor": "stock", "container": "384MiB", "params": {}, "times_s": [1.5]}]}
+        text = neighbour.stall_section(doc)
+        self.assertIn("| patched: 384MiB holder, checkpoint-write-bandwidth=auto | rep 2: 0.6 s @ 120 ms "
+                      "(checkpoint 0-1.50 s) |", text)
+        self.assertIn("| neighbour alone | none |", text)
+        self.assertIn("| stock: 384MiB holder | not recorded |", text)
+
 
 if __name__ == "__main__":
     unittest.main()
