@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Record a trace of checkpoint creates and deletes for the ZNS placement
-# replay from a real run: the patched test host (bin/dockerd-patched, 0054
+# replay from a real run: the patched test host (bin/dockerd-patched, 0035
 # or later: it logs the checkpoints it deletes) runs memory holders of a few
 # MiB that checkpoint at intervals of their own, keep their last few
 # checkpoints and are partly removed and replaced (hack/ab/zns_record.py);
