@@ -367,7 +367,7 @@ checkpoint_on_device() {
 	refute_output --partial cp1
 	# "auto": CRIU writes the images straight into the checkpoint, unpaced,
 	# and the checkpoint restores. A writer on the data-root's disk keeps
-	# it busy, so that "auto" would pace (a quiet disk is not paced: 0085).
+	# it busy, so that "auto" would pace (a quiet disk is not paced: 0038).
 	echo '{"checkpoint-write-bandwidth": "auto"}' >"$BATS_TEST_TMPDIR/auto.json"
 	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/auto.json"
 	assert_success

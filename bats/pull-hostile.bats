@@ -3,7 +3,7 @@
 # against both daemons, on the containerd image store. Every case pulls an
 # image of two layers of a few MiB through the faults, on a fresh stock
 # daemon and then on a fresh patched one (per-registry limits adaptive, so
-# containerd's fetcher resumes and ranges: patches 0047-0049,
+# containerd's fetcher resumes and ranges: patches 0054, 0055 and 0061,
 # docs/containerd-fetcher.md). Each pull must end, within PULL_TIMEOUT,
 # in a verified image (every blob's sha256 is its name) or in a clean
 # error (a non-zero exit with a message, and no image listed). Of the

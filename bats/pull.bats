@@ -333,7 +333,7 @@ layer_bytes() {
 # A reset in the middle of a layer: stock's containerd store fails the pull
 # (its reader reconnects only after a clean early EOF) and the next pull goes
 # on from the partial ingest, or starts the layer again (both seen here);
-# patched (0049, containerd's fetcher resuming) goes on from the break
+# patched (0061, containerd's fetcher resuming) goes on from the break
 # within the pull, and the layer costs the registry at most 10% more.
 @test "pull: a reset at 90% of a 100 MiB layer: patched goes on within the pull, stock fails it" {
 	local size ref=10.199.0.1:5001/ab/pull-reset:v1 flavour bytes tries
@@ -372,7 +372,7 @@ h.push_random_image("ab/pull-reset", "v1", [100 << 20], seed=90)') >/dev/null
 
 # A registry that caps each connection (as CDNs do): one large layer moves at
 # one connection's pace on stock, whatever its max-concurrent-downloads;
-# patched (0049) asks for it whole and, its stream held back, fetches the rest
+# patched (0061) asks for it whole and, its stream held back, fetches the rest
 # as bounded ranges on the registry's free slots in the containerd store, with
 # the registry's limit (4 here) bounding the connections, ranges included, at
 # the registry. The graphdriver store keeps the limits only: one stream.

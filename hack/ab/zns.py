@@ -186,7 +186,7 @@ CREATED, DELETED = 'msg="Checkpoint created"', 'msg="Checkpoint deleted"'
 
 def logs_deletes(lines):
     """Whether a daemon's log has "Checkpoint deleted" lines (patched
-    daemons log them since 0054): a trace from it then has its real
+    daemons log them since 0035): a trace from it then has its real
     deletes."""
     return any(DELETED in line for line in lines)
 
@@ -225,7 +225,7 @@ def trace_from_log(lines, keep, together_s=1.0):
     together_s of the group's first taken together (at its time), and a
     delete for every "Checkpoint deleted" line (a checkpoint deleted, or
     removed with its container), after the group it falls in, at its own
-    time. A log without "Checkpoint deleted" lines (a daemon before 0054)
+    time. A log without "Checkpoint deleted" lines (a daemon before 0035)
     gets deletes made up instead: after each group, those that keep each
     container's last `keep` checkpoints."""
     logged = _log_lines(lines)
@@ -690,7 +690,7 @@ def log_main(argv):
     p.add_argument("log", nargs="+", help="patched dockerd logs (the harness keeps patched-dockerd.log)")
     p.add_argument("--out", required=True)
     p.add_argument("--keep", type=int, default=None, help="a log without \"Checkpoint deleted\" lines (a daemon "
-                   "before 0054): the checkpoints kept per container, the deletes made up (default 3); "
+                   "before 0035): the checkpoints kept per container, the deletes made up (default 3); "
                    "a log with them: not allowed")
     p.add_argument("--together", type=_arg(units.duration), default=1.0,
                    help="creates within this of each other are taken together (default 1s)")

@@ -7,7 +7,7 @@ checkpoints and replaced by new holders. Every container has its own
 interval, retention and lifetime, drawn from a seed; when each operation
 happens is whatever the daemon makes of them running together (up to
 `workers` at once). A patched daemon logs every checkpoint created and
-deleted (0054), and `python3 -m ab.zns trace-from-log` turns its log into
+deleted (0035), and `python3 -m ab.zns trace-from-log` turns its log into
 the trace.
 
     PYTHONPATH=hack python3 -m ab.zns_record [--seconds 240] [--containers 10] [--seed 1]

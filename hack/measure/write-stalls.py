@@ -18,7 +18,7 @@ data-root's disk), then removes it:
   buffered  page cache, as fast as it takes them, one fsync at the end
   behind    page cache, 1 MiB writes at --rate, each chunk's writeback
             started at once and the one before waited for and dropped from
-            the cache (sync_file_range: the daemon's paced copy, 0005)
+            the cache (sync_file_range: the daemon's paced copy, 0007)
 
 Per mode it prints the neighbour's reads before, during and after the
 write: windows of 100 ms, the longest read, and every window in which a

@@ -226,7 +226,7 @@ time="2026-11-24T10:00:21.000Z" level=info msg="Checkpoint created" checkpoint=c
 """
 
 
-# A patched daemon since 0054: deletes, and the checkpoints removed with
+# A patched daemon since 0035: deletes, and the checkpoints removed with
 # their container, logged.
 LOG_DELETES = """\
 time="2026-11-24T10:00:00.100Z" level=info msg="Loading containers: done."
