@@ -37,10 +37,10 @@ import time
 
 HACK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HACK)
-from ab import neighbour_io  # noqa: E402
+from ab.kinds import neighbour  # noqa: E402
+from ab.kinds.neighbour import STALL_MS  # noqa: E402
 
 MODES = ("burst", "paced", "small", "buffered", "behind")
-STALL_MS = 50.0
 LEAD_S = 2.0
 SYNC_FILE_RANGE_WRITE = 2
 SYNC_FILE_RANGE_WAIT = 7  # WAIT_BEFORE | WRITE | WAIT_AFTER
@@ -87,29 +87,19 @@ def write(path, mode, total, rate):
 
 
 def run(mode, work, total, rate, after):
-    out = os.path.join(work, "neighbour.json")
-    p = subprocess.Popen([sys.executable, os.path.join(HACK, "ab", "neighbour_io.py"), work, out, "4096",
-                          "--workload", "reads", "--read-file", str(neighbour_io.READ_FILE["reads"])],
-                         stdout=subprocess.PIPE, text=True)
-    try:
-        if p.stdout.readline().strip() != "ready":
-            raise SystemExit("write-stalls: the neighbour did not start")
-        time.sleep(LEAD_S)
-        w0 = time.time()
+    def during():
         write(os.path.join(work, "images"), mode, total, rate)
         w1 = time.time()
         time.sleep(after)
+        return w1
+    try:
+        nb, w1, w0, _ = neighbour.neighbour_run(work, os.path.join(work, "neighbour.json"),
+                                                during=(LEAD_S, during), workload="reads")
     finally:
-        p.terminate()
-        p.wait(timeout=30)
-        p.stdout.close()
-        if os.path.exists(os.path.join(work, "images")):
-            os.remove(os.path.join(work, "images"))
-    with open(out) as f:
-        nb = json.load(f)
-    os.remove(out)
-    off = nb["start_unix"] - w0
-    wins = [(round(w[0] + off, 2), w[4]) for w in nb["windows"] if w[4] is not None]
+        for f in ("images", "neighbour.json"):
+            if os.path.exists(os.path.join(work, f)):
+                os.remove(os.path.join(work, f))
+    wins = [(w[0], w[4]) for w in neighbour.neighbour_series(nb, w0)["windows"] if w[4] is not None]
     res = {"mode": mode, "write_s": round(w1 - w0, 3), "reads": nb["read"]}
     for name, lo, hi in (("before", -LEAD_S, 0), ("during", 0, w1 - w0), ("after", w1 - w0, float("inf"))):
         xs = [(t, ms) for t, ms in wins if lo <= t < hi]

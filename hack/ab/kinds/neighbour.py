@@ -228,9 +228,10 @@ def fields(nb, rows, c0=None, c1=None, series=False, workload="commits"):
            w["per_s"]: round(c["n"] / nb["runtime_s"], 1) if c.get("n") and nb.get("runtime_s") else None,
            "read_p99_ms": rd.get("p99_ms"), "disk_worst_1s_bytes_per_s": None, "disk_series": None,
            "neighbour_series": None}
-    if series and nb and nb.get("windows") is not None:
-        out["neighbour_series"] = neighbour_series(nb, c0, c1)
-    out["stalls"] = stalls(nb, c0, c1)
+    ns = neighbour_series(nb, c0, c1) if nb and nb.get("windows") is not None else None
+    if series:
+        out["neighbour_series"] = ns
+    out["stalls"] = stalls(ns)
     if rows and c0 is not None:
         # worst_window takes a checkpoint under a second as the second from
         # its start
@@ -241,19 +242,18 @@ def fields(nb, rows, c0=None, c1=None, series=False, workload="commits"):
     return out
 
 
-# an operation longer than this is a stall (the fetcher issue's target: none
-# over 50 ms beside "auto")
+# an operation longer than this is a stall (the checkpoint-neighbour target:
+# none over 50 ms beside "auto")
 STALL_MS = 50.0
 
 
-def stalls(nb, c0=None, c1=None):
-    """Every repetition's stalls, where they fell: {"checkpoint_s": [0,
-    end] or None, "windows": [[start s, longest ms], ...]}, the neighbour's
-    windows whose longest operation took over STALL_MS, on the checkpoint's
-    time axis (0 s its start); None without the neighbour's windows."""
-    if not nb or nb.get("windows") is None:
+def stalls(series):
+    """Where a repetition's stalls fell, from its neighbour_series: {"checkpoint_s":
+    [0, end] or None, "windows": [[start s, longest ms], ...]}, the windows
+    whose longest operation took over STALL_MS, on the checkpoint's time
+    axis (0 s its start); None without the neighbour's windows."""
+    if series is None:
         return None
-    series = neighbour_series(nb, c0, c1)
     return {"checkpoint_s": series["checkpoint_s"],
             "windows": [[w[0], w[4]] for w in series["windows"] if w[4] is not None and w[4] > STALL_MS]}
 
