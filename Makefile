@@ -22,7 +22,7 @@ help:
 	@echo
 	@echo 'Other targets: deps build build-stock build-patched images deb bundle patches-apply'
 	@echo '  patches-export patches-check patches-lint rebase rebase-continue rebase-adopt upstream-drift'
-	@echo '  test-unit test-fuzz test-zns test-bats test-deb test-nodes test-harness test-integration clean'
+	@echo '  test-unit test-pullsim test-fuzz test-zns test-bats test-deb test-nodes test-harness test-integration clean'
 
 # make ab [SUITE=name-or-path] [RESULTS=dir]: run an A/B suite (hyperfine-suites/)
 .PHONY: ab
@@ -82,10 +82,14 @@ patches-check:
 patches-lint:
 	hack/stack/patches.sh lint
 
-.PHONY: test test-unit test-fuzz test-containerd test-bats test-deb test-nodes test-harness test-integration test-zns
-test: test-unit test-fuzz test-containerd test-harness patches-lint test-zns test-bats test-integration
+.PHONY: test test-unit test-pullsim test-fuzz test-containerd test-bats test-deb test-nodes test-harness test-integration test-zns
+test: test-unit test-pullsim test-fuzz test-containerd test-harness patches-lint test-zns test-bats test-integration
 test-unit:
 	hack/stack/test-unit.sh
+# The adaptive download limit against the network model of hack/pullsim (not
+# part of the series: added to the patched package for the run).
+test-pullsim:
+	hack/pullsim/test.sh
 # patches/containerd/ on containerd's own tree (hack/containerd.pin): applies,
 # exports byte for byte, its package's tests under -race, its fuzz targets 10s each.
 test-containerd:

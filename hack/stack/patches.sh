@@ -8,7 +8,8 @@
 #            last apply; keep a tree that has new local commits
 #   hash     short hash identifying the series the patched tree holds
 #   state    missing | clean | patches-changed | upstream-changed | local-commits | dirty
-#   check    every patch has the trailers Upstream: and Drop-when:, the series
+#   check    every patch has the trailers Upstream: and Drop-when: that agree
+#            with each other and with the docs (hack/stack/trailers.py), the series
 #            applies cleanly on a fresh tree, exports byte for byte to patches/,
 #            and every patch compiles on its own (every package, without
 #            linking; one of tests and docs only, its tests), passes go vet
@@ -160,6 +161,12 @@ check_trailers() { # [dir]
 			bad=1
 		fi
 	done < <(series_files "$dir")
+	# The series' own patches: the trailers against each other and the
+	# docs (a patch for upstream goes with patches for upstream only and is
+	# in a proposal; docs/patches.md agrees; author and sign-off agree).
+	if [ "$dir" = "$PATCHES" ]; then
+		python3 "$AB_ROOT/hack/stack/trailers.py" "$AB_ROOT" >&2 || bad=1
+	fi
 	return "$bad"
 }
 
