@@ -38,9 +38,9 @@ trailerless() {
 	local d rc=0
 	d=$(mktemp -d)
 	printf '0001-x.patch\n' >"$d/series"
-	printf 'Subject: [PATCH] x: y\n\nMeant for upstream.\n\nSigned-off-by: a <a@b>\n---\n' >"$d/0001-x.patch"
+	printf 'From: a <a@b>\nSubject: [PATCH] x: y\n\nMeant for upstream.\n\nSigned-off-by: a <a@b>\n---\n' >"$d/0001-x.patch"
 	if "$AB_ROOT/hack/stack/patches.sh" check-trailers "$d"; then rc=1; fi
-	printf 'Subject: [PATCH] x: y\n\nUpstream: yes\nDrop-when: never\nSigned-off-by: a <a@b>\n---\n' >"$d/0001-x.patch"
+	printf 'From: a <a@b>\nSubject: [PATCH] x: y\n\nUpstream: yes\nDrop-when: never\nSigned-off-by: a <a@b>\n---\n' >"$d/0001-x.patch"
 	"$AB_ROOT/hack/stack/patches.sh" check-trailers "$d" || rc=1
 	rm -rf "$d"
 	return "$rc"

@@ -147,34 +147,18 @@ cmd_hash() {
 
 # check_trailers: every patch's message says whether it is meant for upstream
 # and when it can be dropped, as the trailers "Upstream: yes|no ..." and
-# "Drop-when: ...".
+# "Drop-when: ...", and is signed off by its author; for the series' own
+# patches, also that the trailers agree with each other and with the docs
+# (hack/stack/trailers.py).
 check_trailers() { # [dir]
-	local dir=${1:-$PATCHES} p msg bad=0
-	while read -r p; do
-		msg=$(sed '/^---$/q' "$dir/$p")
-		if [ "$(grep -cE '^Upstream: (yes|no)\b' <<<"$msg")" != 1 ]; then
-			echo "patches check: $p: needs one trailer 'Upstream: yes ...' or 'Upstream: no (why)'" >&2
-			bad=1
-		fi
-		if [ "$(grep -cE '^Drop-when: [^[:space:]]' <<<"$msg")" != 1 ]; then
-			echo "patches check: $p: needs one trailer 'Drop-when: <how to tell it is no longer needed>'" >&2
-			bad=1
-		fi
-	done < <(series_files "$dir")
-	# The series' own patches: the trailers against each other and the
-	# docs (a patch for upstream goes with patches for upstream only and is
-	# in a proposal; docs/patches.md agrees; author and sign-off agree).
-	if [ "$dir" = "$PATCHES" ]; then
-		python3 "$AB_ROOT/hack/stack/trailers.py" "$AB_ROOT" >&2 || bad=1
-	fi
-	return "$bad"
+	python3 "$AB_ROOT/hack/stack/trailers.py" --patches "${1:-$PATCHES}" "$AB_ROOT" >&2
 }
 
 cmd_check() {
 	"$AB_ROOT/hack/stack/upstream.sh"
 	local n i commit errs
 	log "patches check: every patch says whether it is meant for upstream and when it can be dropped"
-	check_trailers || die "patches check: trailers missing (see README, Changing a patch)"
+	check_trailers || die "patches check: trailers missing, or at odds with each other or the docs (see README, Changing a patch)"
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	log "patches check: the series applies cleanly onto upstream"

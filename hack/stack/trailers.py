@@ -14,8 +14,13 @@ Every patch of patches/ (and patches/containerd/) is checked for:
   (docs/proposals/*.md), with the patch files to send;
 - docs/patches.md's table giving each patch the same yes or no.
 
-usage: hack/stack/trailers.py [ROOT]   (exit 1 with one line per finding)
+The patches are those a directory's `series` file lists, in order. Given a
+directory other than the project's patches/ (`--patches DIR`), the checks
+that need the docs, and containerd's patches, are left out.
+
+usage: hack/stack/trailers.py [--patches DIR] [ROOT]   (exit 1 with one line per finding)
 """
+import argparse
 import glob
 import os
 import re
@@ -63,37 +68,52 @@ def named(text):
     return nums
 
 
-def check(root):
+def series(d):
+    """The patch files d/series lists, in order, as paths ([] without one)."""
+    try:
+        with open(os.path.join(d, "series"), encoding="utf-8") as f:
+            names = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+    except FileNotFoundError:
+        return []
+    return [os.path.join(d, n) for n in names]
+
+
+def check(root, patches=None):
     findings = []
-    series = {}
-    for path in sorted(glob.glob(os.path.join(root, "patches", "*.patch"))):
-        series[os.path.basename(path)[:4]] = path
+    ours = os.path.join(root, "patches")
+    project = patches is None or os.path.realpath(patches) == os.path.realpath(ours)
+    patches = ours if project else patches
     status = {}
     upstream = {}
-    paths = list(series.values()) + sorted(glob.glob(os.path.join(root, "patches", "containerd", "*.patch")))
-    for path in paths:
-        name = os.path.relpath(path, root)
+    files = {}
+    # containerd's patches are containerd's commits: no trailers of this
+    # series, only the author's sign-off
+    todo = [(p, True) for p in series(patches)]
+    if project:
+        todo += [(p, False) for p in series(os.path.join(ours, "containerd"))]
+    for path, mine in todo:
+        name = os.path.relpath(path, root) if project else os.path.basename(path)
         with open(path, encoding="utf-8") as f:
             author, body = message(f.read())
         t = trailers(body)
-        ours = path in series.values()
-        for key in ("Upstream", "Drop-when"):
-            # containerd's patches are containerd's commits: no trailers
-            # of this series
-            if ours and len(t.get(key, [])) != 1:
-                findings.append(f"{name}: {len(t.get(key, []))} {key}: trailers, want 1")
         ups = t.get("Upstream", [""])[0]
         verdict = ups.split(None, 1)[0].rstrip(",;(") if ups else ""
-        if ups and verdict not in ("yes", "no"):
-            findings.append(f"{name}: Upstream: says neither yes nor no: {ups!r}")
+        if mine:
+            for key in ("Upstream", "Drop-when"):
+                n = len([v for v in t.get(key, []) if v])
+                if n != 1:
+                    findings.append(f"{name}: {n} {key}: trailers, want 1")
+            if ups and verdict not in ("yes", "no"):
+                findings.append(f"{name}: Upstream: says neither yes nor no: {ups!r}")
         signed = [re.search(r"<([^>]+)>", s) for s in t.get("Signed-off-by", [])]
         addrs = {m.group(1) for m in signed if m}
         if not addrs:
             findings.append(f"{name}: no Signed-off-by:")
         elif author not in addrs:
             findings.append(f"{name}: author <{author}> is not among the sign-offs {sorted(addrs)}")
-        if ours:
+        if mine:
             num = os.path.basename(path)[:4]
+            files[num] = os.path.basename(path)
             status[num] = verdict
             upstream[num] = ups
     for num, ups in upstream.items():
@@ -101,14 +121,16 @@ def check(root):
             continue
         for other in sorted(named(ups) - {num}):
             if other in status and status[other] != "yes":
-                findings.append(f"{os.path.basename(series[num])}: Upstream: yes with {other}, which is not meant for upstream")
+                findings.append(f"{files[num]}: Upstream: yes with {other}, which is not meant for upstream")
+    if not project:
+        return findings
     proposals = ""
     for path in sorted(glob.glob(os.path.join(root, "docs", "proposals", "*.md"))):
         with open(path, encoding="utf-8") as f:
             proposals += f.read()
-    for num, path in series.items():
-        if status.get(num) == "yes" and os.path.basename(path) not in proposals:
-            findings.append(f"{os.path.basename(path)}: Upstream: yes, but no docs/proposals/*.md names it")
+    for num, name in files.items():
+        if status[num] == "yes" and name not in proposals:
+            findings.append(f"{name}: Upstream: yes, but no docs/proposals/*.md names it")
     table = {}
     doc = os.path.join(root, "docs", "patches.md")
     if os.path.exists(doc):
@@ -117,17 +139,20 @@ def check(root):
                 m = ROW.match(line.rstrip("\n"))
                 if m and m.group(1) not in table:
                     table[m.group(1)] = m.group(2)
-    for num, path in series.items():
+    for num in files:
         if num not in table:
             findings.append(f"docs/patches.md: no row for {num}")
-        elif status.get(num) in ("yes", "no") and table[num] != status[num]:
+        elif status[num] in ("yes", "no") and table[num] != status[num]:
             findings.append(f"docs/patches.md: {num} says {table[num]}, its Upstream: trailer {status[num]}")
     return findings
 
 
 def main(argv):
-    root = argv[1] if len(argv) > 1 else os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    findings = check(root)
+    ap = argparse.ArgumentParser(description="The patches' trailers against each other and the docs.")
+    ap.add_argument("--patches", help="a directory with a series file (default: ROOT/patches, with the docs)")
+    ap.add_argument("root", nargs="?", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    args = ap.parse_args(argv[1:])
+    findings = check(args.root, args.patches)
     for f in findings:
         print(f"trailers: {f}")
     return 1 if findings else 0

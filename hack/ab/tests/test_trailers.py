@@ -25,6 +25,8 @@ class TrailersTest(unittest.TestCase):
         for name, text in patches.items():
             with open(os.path.join(d, "patches", name), "w") as f:
                 f.write(text)
+        with open(os.path.join(d, "patches", "series"), "w") as f:
+            f.write("# the order\n" + "".join(f"{n}\n" for n in sorted(patches)))
         with open(os.path.join(d, "docs", "proposals", "p.md"), "w") as f:
             f.write(proposals)
         rows = table or {n[:4]: patches[n].split("Upstream: ")[1].split()[0].rstrip(",") for n in patches}
