@@ -15,9 +15,9 @@ import (
 // These files are not part of the patch series: hack/pullsim/test.sh adds
 // them to the patched tree's package with `go test -overlay`, where they
 // reach the controller's internals as the package's own tests do and use
-// its test helpers (defaultAdaptive). They stay here because
-// a model of TCP is the project's tool for tuning the controller, not a
-// unit test upstream would carry.
+// its test helpers (newTestHost, testMiB, defaultAdaptive). They stay here
+// because a model of TCP is the project's tool for tuning the controller,
+// not a unit test upstream would carry.
 //
 // Two sets of links and images. The tuned set holds the links of the
 // measurements behind the controller (the test links: 100 Mbit/s at 35, 90
@@ -33,15 +33,9 @@ import (
 // made for them. Both sets are held to the same bounds otherwise;
 // `hack/pullsim/test.sh -v` prints every case.
 
-const simMiB = 1 << 20
-
 // defaultUnpack is the rate at which layers are unpacked unless a case says
 // otherwise: what the test hosts reach.
 const defaultUnpack = 60e6
-
-func newSimHost(lim Limit, est Estimates, clock *time.Time) *host {
-	return newHost("registry.test", lim, est, func() time.Time { return *clock })
-}
 
 func repeat(size float64, n int) []float64 {
 	out := make([]float64, n)
@@ -54,7 +48,7 @@ func repeat(size float64, n int) []float64 {
 func mib(sizes ...float64) []float64 {
 	out := make([]float64, len(sizes))
 	for i, s := range sizes {
-		out[i] = s * simMiB
+		out[i] = s * testMiB
 	}
 	return out
 }
@@ -80,32 +74,32 @@ const (
 
 var tunedCases = []simCase{
 	// the test links (docs/test-hosts.md), the images of the pull suites
-	{name: "near/10x1MiB", link: simLink{rtt: 35 * ms, bandwidth: 100 * mbit}, sizes: repeat(simMiB, 10)},
-	{name: "near/10x10MiB", link: simLink{rtt: 35 * ms, bandwidth: 100 * mbit}, sizes: repeat(10*simMiB, 10)},
-	{name: "mid/10x1MiB", link: simLink{rtt: 90 * ms, bandwidth: 100 * mbit}, sizes: repeat(simMiB, 10)},
-	{name: "mid/10x10MiB", link: simLink{rtt: 90 * ms, bandwidth: 100 * mbit}, sizes: repeat(10*simMiB, 10)},
-	{name: "far/10x1MiB", link: simLink{rtt: 140 * ms, bandwidth: 100 * mbit}, sizes: repeat(simMiB, 10)},
-	{name: "far/10x10MiB", link: simLink{rtt: 140 * ms, bandwidth: 100 * mbit}, sizes: repeat(10*simMiB, 10)},
-	{name: "far/10x2MiB", link: simLink{rtt: 140 * ms, bandwidth: 100 * mbit}, sizes: repeat(2*simMiB, 10)},
-	{name: "narrow/10x1MiB", link: simLink{rtt: 90 * ms, bandwidth: 20 * mbit}, sizes: repeat(simMiB, 10)},
+	{name: "near/10x1MiB", link: simLink{rtt: 35 * ms, bandwidth: 100 * mbit}, sizes: repeat(testMiB, 10)},
+	{name: "near/10x10MiB", link: simLink{rtt: 35 * ms, bandwidth: 100 * mbit}, sizes: repeat(10*testMiB, 10)},
+	{name: "mid/10x1MiB", link: simLink{rtt: 90 * ms, bandwidth: 100 * mbit}, sizes: repeat(testMiB, 10)},
+	{name: "mid/10x10MiB", link: simLink{rtt: 90 * ms, bandwidth: 100 * mbit}, sizes: repeat(10*testMiB, 10)},
+	{name: "far/10x1MiB", link: simLink{rtt: 140 * ms, bandwidth: 100 * mbit}, sizes: repeat(testMiB, 10)},
+	{name: "far/10x10MiB", link: simLink{rtt: 140 * ms, bandwidth: 100 * mbit}, sizes: repeat(10*testMiB, 10)},
+	{name: "far/10x2MiB", link: simLink{rtt: 140 * ms, bandwidth: 100 * mbit}, sizes: repeat(2*testMiB, 10)},
+	{name: "narrow/10x1MiB", link: simLink{rtt: 90 * ms, bandwidth: 20 * mbit}, sizes: repeat(testMiB, 10)},
 	{name: "far/mixed-500MiB", link: simLink{rtt: 140 * ms, bandwidth: 100 * mbit}, sizes: mib(160, 120, 80, 50, 30, 20, 16, 12, 8, 4)},
 	// the cases the rules were written for
-	{name: "lossy-0.5%/10x10MiB", link: simLink{rtt: 90 * ms, bandwidth: 100 * mbit, loss: 0.005}, sizes: repeat(10*simMiB, 10)},
-	{name: "lossy-1%/10x4MiB", link: simLink{rtt: 120 * ms, bandwidth: 100 * mbit, loss: 0.01}, sizes: repeat(4*simMiB, 10)},
-	{name: "capped-12mbit/10x10MiB", link: simLink{rtt: 40 * ms, bandwidth: 100 * mbit, perConn: 12 * mbit}, sizes: repeat(10*simMiB, 10)},
-	{name: "capped-8mbit/12x4MiB", link: simLink{rtt: 35 * ms, bandwidth: 100 * mbit, perConn: 8 * mbit}, sizes: repeat(4*simMiB, 12)},
-	{name: "bdp-7.5MB/10x10MiB", link: simLink{rtt: 150 * ms, bandwidth: 400 * mbit, queue: 5000}, sizes: repeat(10*simMiB, 10)},
-	{name: "bdp-12.5MB/20x5MiB", link: simLink{rtt: 100 * ms, bandwidth: 1000 * mbit, queue: 8000}, sizes: repeat(5*simMiB, 20)},
-	{name: "proxy/90ms/10x1MiB", link: simLink{rtt: 90 * ms, proxyRTT: 2 * ms, bandwidth: 100 * mbit}, sizes: repeat(simMiB, 10)},
-	{name: "jitter/90ms±30/10x1MiB", link: simLink{rtt: 90 * ms, jitter: 30 * ms, bandwidth: 100 * mbit}, sizes: repeat(simMiB, 10)},
-	{name: "small-buffer/10mbit/10x2MiB", link: simLink{rtt: 30 * ms, bandwidth: 10 * mbit, queue: 30}, sizes: repeat(2*simMiB, 10)},
+	{name: "lossy-0.5%/10x10MiB", link: simLink{rtt: 90 * ms, bandwidth: 100 * mbit, loss: 0.005}, sizes: repeat(10*testMiB, 10)},
+	{name: "lossy-1%/10x4MiB", link: simLink{rtt: 120 * ms, bandwidth: 100 * mbit, loss: 0.01}, sizes: repeat(4*testMiB, 10)},
+	{name: "capped-12mbit/10x10MiB", link: simLink{rtt: 40 * ms, bandwidth: 100 * mbit, perConn: 12 * mbit}, sizes: repeat(10*testMiB, 10)},
+	{name: "capped-8mbit/12x4MiB", link: simLink{rtt: 35 * ms, bandwidth: 100 * mbit, perConn: 8 * mbit}, sizes: repeat(4*testMiB, 12)},
+	{name: "bdp-7.5MB/10x10MiB", link: simLink{rtt: 150 * ms, bandwidth: 400 * mbit, queue: 5000}, sizes: repeat(10*testMiB, 10)},
+	{name: "bdp-12.5MB/20x5MiB", link: simLink{rtt: 100 * ms, bandwidth: 1000 * mbit, queue: 8000}, sizes: repeat(5*testMiB, 20)},
+	{name: "proxy/90ms/10x1MiB", link: simLink{rtt: 90 * ms, proxyRTT: 2 * ms, bandwidth: 100 * mbit}, sizes: repeat(testMiB, 10)},
+	{name: "jitter/90ms±30/10x1MiB", link: simLink{rtt: 90 * ms, jitter: 30 * ms, bandwidth: 100 * mbit}, sizes: repeat(testMiB, 10)},
+	{name: "small-buffer/10mbit/10x2MiB", link: simLink{rtt: 30 * ms, bandwidth: 10 * mbit, queue: 30}, sizes: repeat(2*testMiB, 10)},
 	{
-		name: "two/near-1MiB+far-20MiB", link: simLink{rtt: 35 * ms, bandwidth: 100 * mbit}, sizes: repeat(simMiB, 10),
-		other: &simCase{link: simLink{rtt: 140 * ms, bandwidth: 50 * mbit}, sizes: repeat(20*simMiB, 5)},
+		name: "two/near-1MiB+far-20MiB", link: simLink{rtt: 35 * ms, bandwidth: 100 * mbit}, sizes: repeat(testMiB, 10),
+		other: &simCase{link: simLink{rtt: 140 * ms, bandwidth: 50 * mbit}, sizes: repeat(20*testMiB, 5)},
 	},
 	{
-		name: "two-shared/near-1MiB+far-10MiB", link: simLink{rtt: 35 * ms, bandwidth: 100 * mbit}, sizes: repeat(simMiB, 10),
-		other: &simCase{link: simLink{rtt: 140 * ms, bandwidth: 100 * mbit}, sizes: repeat(10*simMiB, 6)}, shared: true,
+		name: "two-shared/near-1MiB+far-10MiB", link: simLink{rtt: 35 * ms, bandwidth: 100 * mbit}, sizes: repeat(testMiB, 10),
+		other: &simCase{link: simLink{rtt: 140 * ms, bandwidth: 100 * mbit}, sizes: repeat(10*testMiB, 6)}, shared: true,
 		gap: "the near registry's streams take the shared queue first; the far one's lose early and crawl " +
 			"(a window grows slowly over 140 ms), so its streams look held back one by one; it settles at 6, " +
 			"where the best limit for both is 7", gapBound: 1.5,
@@ -126,26 +120,26 @@ var heldOutCases = []simCase{
 			"the controller settles at 3, near the old default's time", gapBound: 1.5,
 	},
 	{
-		name: "h/60ms-300mbit-0.7%/12x4MiB", link: simLink{rtt: 60 * ms, bandwidth: 300 * mbit, loss: 0.007, queue: 2000}, sizes: repeat(4*simMiB, 12),
+		name: "h/60ms-300mbit-0.7%/12x4MiB", link: simLink{rtt: 60 * ms, bandwidth: 300 * mbit, loss: 0.007, queue: 2000}, sizes: repeat(4*testMiB, 12),
 		gap: "the first probe of one stream more is judged on noisy, loss-limited goodput and fails; the path is " +
 			"learnt full at 2 streams' goodput, and later pulls confirm the learnt bandwidth without probing again", gapBound: 3.5,
 	},
-	{name: "h/cap-5mbit/20ms/16x3MiB", link: simLink{rtt: 20 * ms, bandwidth: 200 * mbit, perConn: 5 * mbit}, sizes: repeat(3*simMiB, 16)},
+	{name: "h/cap-5mbit/20ms/16x3MiB", link: simLink{rtt: 20 * ms, bandwidth: 200 * mbit, perConn: 5 * mbit}, sizes: repeat(3*testMiB, 16)},
 	{name: "h/cap-25mbit/120ms/mixed", link: simLink{rtt: 120 * ms, bandwidth: 500 * mbit, perConn: 25 * mbit, queue: 4000}, sizes: mib(100, 50, 20, 10, 5), unpack: 40e6},
-	{name: "h/proxy-1ms/180ms/10x2MiB", link: simLink{rtt: 180 * ms, proxyRTT: ms, bandwidth: 200 * mbit, queue: 2000}, sizes: repeat(2*simMiB, 10)},
-	{name: "h/bdp-12.5MB/6x30MiB", link: simLink{rtt: 100 * ms, bandwidth: 1000 * mbit, queue: 8000}, sizes: repeat(30*simMiB, 6), unpack: 150e6},
-	{name: "h/jitter-40ms/70ms/20x1MiB", link: simLink{rtt: 70 * ms, jitter: 40 * ms, bandwidth: 80 * mbit}, sizes: repeat(simMiB, 20)},
+	{name: "h/proxy-1ms/180ms/10x2MiB", link: simLink{rtt: 180 * ms, proxyRTT: ms, bandwidth: 200 * mbit, queue: 2000}, sizes: repeat(2*testMiB, 10)},
+	{name: "h/bdp-12.5MB/6x30MiB", link: simLink{rtt: 100 * ms, bandwidth: 1000 * mbit, queue: 8000}, sizes: repeat(30*testMiB, 6), unpack: 150e6},
+	{name: "h/jitter-40ms/70ms/20x1MiB", link: simLink{rtt: 70 * ms, jitter: 40 * ms, bandwidth: 80 * mbit}, sizes: repeat(testMiB, 20)},
 	{
-		name: "h/small-buffer/60ms/8x8MiB", link: simLink{rtt: 60 * ms, bandwidth: 50 * mbit, queue: 50}, sizes: repeat(8*simMiB, 8),
+		name: "h/small-buffer/60ms/8x8MiB", link: simLink{rtt: 60 * ms, bandwidth: 50 * mbit, queue: 50}, sizes: repeat(8*testMiB, 8),
 		gap: "a queue far shorter than the bandwidth-delay product: few streams never fill the path, but their goodput " +
 			"settles and reads as a full path, one stream more adds less than half a share, and the learnt bandwidth " +
 			"then confirms itself; it settles at 1 stream", gapBound: 1.75,
 	},
-	{name: "h/loss-1%/20ms/10x10MiB", link: simLink{rtt: 20 * ms, bandwidth: 100 * mbit, loss: 0.01}, sizes: repeat(10*simMiB, 10)},
-	{name: "h/server-30ms/50ms/15x512KiB", link: simLink{rtt: 50 * ms, serverTime: 30 * ms, bandwidth: 150 * mbit}, sizes: repeat(simMiB/2, 15)},
+	{name: "h/loss-1%/20ms/10x10MiB", link: simLink{rtt: 20 * ms, bandwidth: 100 * mbit, loss: 0.01}, sizes: repeat(10*testMiB, 10)},
+	{name: "h/server-30ms/50ms/15x512KiB", link: simLink{rtt: 50 * ms, serverTime: 30 * ms, bandwidth: 150 * mbit}, sizes: repeat(testMiB/2, 15)},
 	{
-		name: "h/two-shared/far-5MiB+near-1MiB", link: simLink{rtt: 250 * ms, bandwidth: 150 * mbit, queue: 3000}, sizes: repeat(5*simMiB, 6),
-		other: &simCase{link: simLink{rtt: 15 * ms, bandwidth: 150 * mbit}, sizes: repeat(simMiB, 12)}, shared: true,
+		name: "h/two-shared/far-5MiB+near-1MiB", link: simLink{rtt: 250 * ms, bandwidth: 150 * mbit, queue: 3000}, sizes: repeat(5*testMiB, 6),
+		other: &simCase{link: simLink{rtt: 15 * ms, bandwidth: 150 * mbit}, sizes: repeat(testMiB, 12)}, shared: true,
 		gap: "the model's times for fixed limits are erratic here (2: 4.3 s, 3: 12.4 s, 9: 4.1 s): the far registry's " +
 			"streams lose early to the near one's and crawl over 250 ms; the controller is at 0.86x the old default " +
 			"and 2.6x the best", gapBound: 2.75,
@@ -209,7 +203,7 @@ func evalCase(t *testing.T, tc simCase) simResult {
 			clock := time.Unix(0, 0)
 			var hosts []*host
 			for i := 0; i < nregs; i++ {
-				hosts = append(hosts, newSimHost(Limit{Mode: Fixed, Fixed: n}, Estimates{}, &clock))
+				hosts = append(hosts, newTestHost(Limit{Mode: Fixed, Fixed: n}, Estimates{}, &clock))
 			}
 			d, _ := simPullOnce(t, tc, hosts, &clock, seed)
 			sum += d
@@ -228,7 +222,7 @@ func evalCase(t *testing.T, tc simCase) simResult {
 	clock := time.Unix(0, 0)
 	var hosts []*host
 	for i := 0; i < nregs; i++ {
-		hosts = append(hosts, newSimHost(defaultAdaptive, Estimates{}, &clock))
+		hosts = append(hosts, newTestHost(defaultAdaptive, Estimates{}, &clock))
 	}
 	for i := 0; i < simPulls; i++ {
 		d, regs := simPullOnce(t, tc, hosts, &clock, uint64(100+i))
@@ -364,7 +358,7 @@ func TestSimStaysInBounds(t *testing.T) {
 		}
 		t.Run(tc.name, func(t *testing.T) {
 			clock := time.Unix(0, 0)
-			h := newSimHost(lim, Estimates{}, &clock)
+			h := newTestHost(lim, Estimates{}, &clock)
 			for i := 0; i < 2; i++ {
 				_, regs := simPullOnce(t, tc, []*host{h}, &clock, uint64(i+1))
 				for _, l := range regs[0].limits {
@@ -382,8 +376,8 @@ func TestSimStaysInBounds(t *testing.T) {
 
 func TestSimFixedLimitIsKept(t *testing.T) {
 	clock := time.Unix(0, 0)
-	h := newSimHost(Limit{Mode: Fixed, Fixed: 4}, Estimates{}, &clock)
-	tc := simCase{link: simLink{rtt: 140 * ms, bandwidth: 100 * mbit}, sizes: repeat(simMiB, 12)}
+	h := newTestHost(Limit{Mode: Fixed, Fixed: 4}, Estimates{}, &clock)
+	tc := simCase{link: simLink{rtt: 140 * ms, bandwidth: 100 * mbit}, sizes: repeat(testMiB, 12)}
 	_, regs := simPullOnce(t, tc, []*host{h}, &clock, 1)
 	if len(regs[0].limits) != 0 || regs[0].maxActive != 4 {
 		t.Fatalf("fixed limit changed: %v, max active %d", regs[0].limits, regs[0].maxActive)
@@ -393,9 +387,9 @@ func TestSimFixedLimitIsKept(t *testing.T) {
 // A registry that answers 429 above four downloads at once: the limit must
 // come down to what the registry accepts, and every blob must still arrive.
 func TestSimBacksOffOnThrottling(t *testing.T) {
-	tc := simCase{link: simLink{rtt: 50 * ms, bandwidth: 100 * mbit, throttleAt: 4, retryAfter: 200 * ms}, sizes: repeat(simMiB, 16)}
+	tc := simCase{link: simLink{rtt: 50 * ms, bandwidth: 100 * mbit, throttleAt: 4, retryAfter: 200 * ms}, sizes: repeat(testMiB, 16)}
 	clock := time.Unix(0, 0)
-	h := newSimHost(defaultAdaptive, Estimates{}, &clock)
+	h := newTestHost(defaultAdaptive, Estimates{}, &clock)
 	var total int
 	for i := 0; i < 3; i++ {
 		d, regs := simPullOnce(t, tc, []*host{h}, &clock, uint64(i+1))
@@ -414,16 +408,16 @@ func TestSimBacksOffOnThrottling(t *testing.T) {
 // proxy, the requests the path to the registry.
 func TestSimRTTThroughProxy(t *testing.T) {
 	clock := time.Unix(0, 0)
-	h := newSimHost(defaultAdaptive, Estimates{}, &clock)
-	tc := simCase{link: simLink{rtt: 90 * ms, proxyRTT: 2 * ms, bandwidth: 100 * mbit}, sizes: repeat(simMiB, 10)}
+	h := newTestHost(defaultAdaptive, Estimates{}, &clock)
+	tc := simCase{link: simLink{rtt: 90 * ms, proxyRTT: 2 * ms, bandwidth: 100 * mbit}, sizes: repeat(testMiB, 10)}
 	simPullOnce(t, tc, []*host{h}, &clock, 1)
 	if rtt := h.est.RTT; rtt < 90*ms || rtt > 100*ms {
 		t.Fatalf("round trip %v through a proxy 2 ms away from a registry 90 ms away", rtt)
 	}
 	// without a proxy, the set-up is the round trip, not the request
 	// (which adds the registry's time to answer)
-	h = newSimHost(defaultAdaptive, Estimates{}, &clock)
-	tc = simCase{link: simLink{rtt: 90 * ms, serverTime: 30 * ms, bandwidth: 100 * mbit}, sizes: repeat(simMiB, 10)}
+	h = newTestHost(defaultAdaptive, Estimates{}, &clock)
+	tc = simCase{link: simLink{rtt: 90 * ms, serverTime: 30 * ms, bandwidth: 100 * mbit}, sizes: repeat(testMiB, 10)}
 	simPullOnce(t, tc, []*host{h}, &clock, 1)
 	if rtt := h.est.RTT; rtt < 90*ms || rtt > 95*ms {
 		t.Fatalf("round trip %v over a 90 ms path to a registry that takes 30 ms to answer", rtt)
@@ -433,13 +427,13 @@ func TestSimRTTThroughProxy(t *testing.T) {
 // A host created from saved estimates starts its first pull near where
 // the learning ended.
 func TestSimRestartStartsNearLearned(t *testing.T) {
-	tc := simCase{link: simLink{rtt: 140 * ms, bandwidth: 100 * mbit}, sizes: repeat(simMiB, 10)}
+	tc := simCase{link: simLink{rtt: 140 * ms, bandwidth: 100 * mbit}, sizes: repeat(testMiB, 10)}
 	clock := time.Unix(0, 0)
-	h := newSimHost(defaultAdaptive, Estimates{}, &clock)
+	h := newTestHost(defaultAdaptive, Estimates{}, &clock)
 	simPullOnce(t, tc, []*host{h}, &clock, 1)
 	learned := h.snapshot()
 
-	h2 := newSimHost(defaultAdaptive, learned.Est, &clock)
+	h2 := newTestHost(defaultAdaptive, learned.Est, &clock)
 	if h2.limit < learned.Limit-1 {
 		t.Fatalf("restarted host starts at %d, learned %d", h2.limit, learned.Limit)
 	}
