@@ -26,11 +26,14 @@ teardown() {
 	if [ -f "$BATS_TEST_TMPDIR/busy.pid" ]; then
 		stop_busy_disk
 	fi
-	for m in "$BATS_TEST_TMPDIR/small" /run/moby-ab/patched/exec/checkpoint-scratch; do
+	for m in "$BATS_TEST_TMPDIR/small" "$BATS_TEST_TMPDIR/nfslike" /run/moby-ab/patched/exec/checkpoint-scratch; do
 		if mountpoint -q "$m" 2>/dev/null; then
 			umount "$m"
 		fi
 	done
+	if [ -f "$BATS_TEST_TMPDIR/loop" ]; then
+		losetup -d "$(cat "$BATS_TEST_TMPDIR/loop")" || true
+	fi
 	"$AB_ROOT/hack/hosts/daemon.sh" down patched >/dev/null 2>&1 || true
 }
 
@@ -540,14 +543,15 @@ checkpoint_listed() {
 	restore_counts_on mh "$before" --checkpoint cp1
 }
 
-@test "patched: a paced checkpoint that runs out of space fails cleanly" {
+@test "patched: a paced checkpoint that would not fit is refused before the freeze, naming the room" {
 	up_patched '{"checkpoint-write-bandwidth": "16MiB"}'
 	start_memholder mh 64
 	mkdir "$BATS_TEST_TMPDIR/small"
 	mount -t tmpfs -o size=8m,mode=0700 tmpfs "$BATS_TEST_TMPDIR/small"
-	run docker checkpoint create --leave-running --checkpoint-dir "$BATS_TEST_TMPDIR/small" mh cp1
+	# without --leave-running: had CRIU dumped, the container would be gone
+	run docker checkpoint create --checkpoint-dir "$BATS_TEST_TMPDIR/small" mh cp1
 	assert_failure
-	assert_output --partial "no space left on device"
+	assert_output --regexp "not enough room for the checkpoint images in $BATS_TEST_TMPDIR/small: they need about 6[4-9] MiB .*, 8 MiB is available"
 	run docker inspect -f '{{.State.Running}}' mh
 	assert_output true
 	run docker checkpoint ls --checkpoint-dir "$BATS_TEST_TMPDIR/small" mh
@@ -763,4 +767,107 @@ no_staging() {
 	assert_success
 	assert_output "created 0 []"
 	docker rm rmc >/dev/null
+}
+
+# fill dir: write zeros into dir/.fill until its file system is full.
+fill() {
+	dd if=/dev/zero of="$1/.fill" bs=1M status=none 2>/dev/null || true
+}
+
+@test "patched: a stopped container's images are kept when the disk fills during the paced write; a retry commits them" {
+	# 32 MiB at 4 MiB/s: the write takes 8 s; the disk fills in it.
+	up_patched '{"checkpoint-write-bandwidth": "4MiB"}'
+	start_memholder mh 32
+	local dir=$BATS_TEST_TMPDIR/small before cli
+	mkdir "$dir"
+	mount -t tmpfs -o size=64m,mode=0700 tmpfs "$dir"
+	before=$(last_count mh)
+	docker checkpoint create --checkpoint-dir "$dir" mh cp1 >"$BATS_TEST_TMPDIR/cp.out" 2>&1 &
+	cli=$!
+	wait_for 30 paced_write_running "$dir" cp1
+	fill "$dir"
+	local rc=0
+	wait "$cli" || rc=$?
+	[ "$rc" -ne 0 ] || fail "the create succeeded on a full disk"
+	run cat "$BATS_TEST_TMPDIR/cp.out"
+	assert_output --partial "no space left on device"
+	assert_output --partial "the container is stopped and its checkpoint images are kept in /run/moby-ab/patched/exec/checkpoint-scratch/"
+	# CRIU stopped the container; nothing is listed, nothing partial left.
+	run docker inspect -f '{{.State.Status}}' mh
+	assert_output exited
+	run docker checkpoint ls --checkpoint-dir "$dir" mh
+	refute_output --partial cp1
+	run ls -A "$dir"
+	assert_output .fill
+	# Room again: the same create commits the kept images, without a dump.
+	rm "$dir/.fill"
+	run docker checkpoint create --checkpoint-dir "$dir" mh cp1
+	assert_success
+	run grep -c 'Committed the checkpoint images kept from an earlier create' /var/lib/moby-ab/patched/dockerd.log
+	assert_output 1
+	wait_for 10 scratch_empty || fail "left in scratch: $(ls -A /run/moby-ab/patched/exec/checkpoint-scratch | tr '\n' ' ')"
+	restore_counts_on mh "$before" --checkpoint cp1 --checkpoint-dir "$dir"
+}
+
+@test "patched: a daemon killed in a paced write to an unmounted root keeps the images until the root is back" {
+	# the checkpoint root is a file system of its own, on a loop device
+	# that stays attached while it is unmounted (the same device again)
+	up_patched '{"checkpoint-write-bandwidth": "4MiB"}'
+	start_memholder mh 32
+	local dir=$BATS_TEST_TMPDIR/small before loop
+	truncate -s 128M "$BATS_TEST_TMPDIR/disk.img"
+	loop=$(losetup -f --show "$BATS_TEST_TMPDIR/disk.img")
+	echo "$loop" >"$BATS_TEST_TMPDIR/loop"
+	mkfs.ext4 -q "$loop"
+	mkdir "$dir"
+	mount "$loop" "$dir"
+	chmod 0700 "$dir"
+	before=$(last_count mh)
+	docker checkpoint create --checkpoint-dir "$dir" mh cp1 >/dev/null 2>&1 &
+	wait_for 30 paced_write_running "$dir" cp1
+	kill_daemon
+	umount "$dir"
+	# Started with the root unmounted: nothing goes to the disk beneath it;
+	# the dump stays in scratch, and the log says why.
+	restart_daemon
+	run ls -A "$dir"
+	assert_output ""
+	run grep 'Failed to finish a checkpoint a killed daemon left' /var/lib/moby-ab/patched/dockerd.log
+	assert_output --partial "not on"
+	assert_output --partial "where the checkpoint was taken (not mounted?)"
+	run docker inspect -f '{{.State.Status}}' mh
+	assert_output exited
+	# The root is back: the same create commits the images there.
+	mount "$loop" "$dir"
+	run docker checkpoint create --checkpoint-dir "$dir" mh cp1
+	assert_success
+	[ -f "$dir/cp1/inventory.img" ] || fail "cp1 committed without its inventory.img"
+	restore_counts_on mh "$before" --checkpoint cp1 --checkpoint-dir "$dir"
+	docker rm -f mh >/dev/null
+}
+
+@test "patched: a checkpoint directory that refuses RENAME_NOREPLACE, as NFS does: create, restore, delete" {
+	up_patched '{"checkpoint-write-bandwidth": "64MiB"}'
+	start_memholder mh 16
+	local src=$BATS_TEST_TMPDIR/src dir=$BATS_TEST_TMPDIR/nfslike
+	mkdir -m 0700 "$src" "$dir"
+	bindfs "$src" "$dir"
+	run python3 -c 'import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+os.mkdir(sys.argv[1] + "/a")
+r = libc.renameat2(-100, (sys.argv[1] + "/a").encode(), -100, (sys.argv[1] + "/b").encode(), 1)
+os.rmdir(sys.argv[1] + "/a")
+sys.exit(0 if r == -1 and ctypes.get_errno() == 22 else 1)' "$dir"
+	assert_success
+	before=$(last_count mh)
+	run docker checkpoint create --checkpoint-dir "$dir" mh cp1
+	assert_success
+	run docker checkpoint ls --checkpoint-dir "$dir" mh
+	assert_output --partial cp1
+	restore_counts_on mh "$before" --checkpoint cp1 --checkpoint-dir "$dir"
+	run docker checkpoint rm --checkpoint-dir "$dir" mh cp1
+	assert_success
+	run ls -A "$src"
+	assert_output ""
+	docker rm -f mh >/dev/null
 }

@@ -53,6 +53,10 @@ APT_PACKAGES=(
 	libaio-dev
 	# zoned-device tests (QEMU)
 	qemu-system-x86
+	# a checkpoint directory whose file system refuses RENAME_NOREPLACE, as
+	# NFS does (bindfs, a FUSE file system: bats/checkpoint.bats, the
+	# daemon's unit tests)
+	bindfs
 	# Debian packages for test nodes (make deb) and their test in a debootstrap
 	# root: dpkg-shlibdeps, lintian, systemd-analyze and systemd-socket-activate
 	dpkg-dev lintian systemd
