@@ -693,6 +693,39 @@ no_staging() {
 	refute_output --partial CORRUPT
 }
 
+@test "patched: a daemon killed in a dump that stops the container: the checkpoint is finished at start and restores" {
+	# Without --leave-running: CRIU goes on after the kill and the container
+	# is stopped, so the dump is its only state.
+	up_patched
+	start_memholder mh 384
+	local id cps before ctrpid
+	id=$(docker inspect -f '{{.Id}}' mh)
+	cps=/var/lib/moby-ab/patched/data/containers/$id/checkpoints
+	before=$(last_count mh)
+	ctrpid=$(docker inspect -f '{{.State.Pid}}' mh)
+	docker checkpoint create mh new >/dev/null 2>&1 &
+	local i
+	for ((i = 0; i < 1000; i++)); do
+		dump_running "$cps" "$ctrpid" && break
+		sleep 0.02
+	done
+	dump_running "$cps" "$ctrpid" || fail "the dump of new was never seen running"
+	kill_daemon
+	# CRIU finishes the dump the killed daemon asked for.
+	wait_for 30 bash -c "compgen -G '$cps/.staging-new-*/inventory.img' >/dev/null" ||
+		fail "CRIU did not finish the dump: $(ls -A "$cps"/.staging-new-* | tr '\n' ' ')"
+	restart_daemon
+	run checkpoint_names mh
+	assert_success
+	assert_output new
+	wait_for 5 no_staging "$cps" || fail "left after the restart: $(ls -A "$cps" | tr '\n' ' ')"
+	run grep -c 'Finished a checkpoint a killed daemon left' /var/lib/moby-ab/patched/dockerd.log
+	assert_output 1
+	run docker inspect -f '{{.State.Status}}' mh
+	assert_output exited
+	restore_counts_on mh "$before" --checkpoint new
+}
+
 @test "patched: checkpoint and restore on the graphdriver image store (overlay2)" {
 	up_patched '{"features": {"containerd-snapshotter": false}}'
 	run docker info --format '{{.Driver}}'

@@ -53,6 +53,9 @@ APT_PACKAGES=(
 	libaio-dev
 	# zoned-device tests (QEMU)
 	qemu-system-x86
+	# device-mapper faults under a checkpoint directory in the guest
+	# (hack/zoned/zns-vm/docker-faults.sh): dmsetup, with its libdevmapper
+	dmsetup
 	# a checkpoint directory whose file system refuses RENAME_NOREPLACE, as
 	# NFS does (bindfs, a FUSE file system: bats/checkpoint.bats, the
 	# daemon's unit tests)

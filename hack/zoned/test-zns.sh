@@ -10,8 +10,10 @@
 # with containerd, runc and CRIU in a guest whose root hack/zoned/zns-vm/docker-root.sh
 # makes, running hack/zoned/zns-vm/docker-e2e.sh (checkpoints of a memory holder
 # written to zones, restored, removed; dockerd killed during a checkpoint's
-# write). It needs `make build` and `hack/hosts/images.sh build` (make test-zns does
-# both).
+# write). And a checkpoint whose disk fails under it in the middle of its
+# paced copy (hack/zoned/zns-vm/docker-faults.sh: device-mapper's error
+# target under the checkpoint directory's ext4). It needs `make build` and
+# `hack/hosts/images.sh build` (make test-zns does both).
 #
 # usage: hack/zoned/test-zns.sh
 set -euo pipefail
@@ -54,5 +56,10 @@ if ! ZNS_VM_MEM=${ZNS_E2E_MEM:-1536} ZNS_VM_TIMEOUT=${ZNS_E2E_TIMEOUT:-600} vm r
 	failed=$((failed + 1))
 	echo "FAIL the patched dockerd end to end (zoned device)" >&2
 fi
-[ "$failed" = 0 ] || die "zns: $failed of $((${#suites[@]} / 2 + 1)) guests failed on the zoned device"
+log "zns: a checkpoint whose disk fails under it (device-mapper's error target)"
+if ! ZNS_VM_MEM=${ZNS_E2E_MEM:-1536} ZNS_VM_TIMEOUT=${ZNS_E2E_TIMEOUT:-600} vm run-root "$out/root" /docker-faults.sh; then
+	failed=$((failed + 1))
+	echo "FAIL a checkpoint whose disk fails under it" >&2
+fi
+[ "$failed" = 0 ] || die "zns: $failed of $((${#suites[@]} / 2 + 2)) guests failed"
 log "zns: all passed on the zoned device"

@@ -74,6 +74,9 @@ GUEST_MODULES+=" nf_conntrack_netlink:NF_CT_NETLINK"
 # ext4 and BFQ: the I/O controller's runs on the conventional namespace
 # (hack/zoned/zns-vm/docker-iocost.sh).
 GUEST_MODULES+=" ext4:EXT4_FS bfq:IOSCHED_BFQ"
+# device-mapper (its linear and error targets): faults injected under a
+# checkpoint directory's file system (hack/zoned/zns-vm/docker-faults.sh).
+GUEST_MODULES+=" dm_mod:BLK_DEV_DM"
 
 ZONE_SIZE=${ZNS_VM_ZONE_SIZE:-64M}
 ZONE_CAP=${ZNS_VM_ZONE_CAPACITY:-$ZONE_SIZE}

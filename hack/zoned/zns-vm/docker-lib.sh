@@ -236,14 +236,16 @@ passes_reach() { # from passes
 }
 
 # restore_verified name after [below]: restores the stopped holder from
-# checkpoint name, taken after it had reported count after (and before it
-# reported below); it must count on from there and verify its whole memory
-# again (two more passes: the one under way at the checkpoint may have begun
-# before it).
+# checkpoint name (in $RESTORE_DIR if set, a custom checkpoint directory),
+# taken after it had reported count after (and before it reported below); it
+# must count on from there and verify its whole memory again (two more
+# passes: the one under way at the checkpoint may have begun before it).
 restore_verified() {
 	local name=$1 after=$2 below=${3:-} from first c0 p0 t0=$SECONDS
+	local dir=()
+	[ -z "${RESTORE_DIR:-}" ] || dir=(--checkpoint-dir "$RESTORE_DIR")
 	from=$(($(holder_log | wc -l) + 1))
-	docker start --checkpoint "$name" "$MH" >/dev/null || fail "docker start --checkpoint $name failed"
+	docker start --checkpoint "$name" "${dir[@]}" "$MH" >/dev/null || fail "docker start --checkpoint $name failed"
 	wait_for 90 lines_beyond "$from" || fail "the holder restored from $name reported nothing"
 	first=$(reports "$from" | head -n 1)
 	c0=$(field count <<<"$first")

@@ -7,7 +7,8 @@
 # It holds the patched dockerd and
 # docker-proxy (make build), the docker CLI, the runtime stack in
 # $AB_PREFIX/bin (containerd, its runc shim, runc, CRIU, tini as docker-init;
-# hack/stack/install-deps.sh), bash, jq, util-linux's blkzone, mkfs.ext4, date and
+# hack/stack/install-deps.sh), bash, jq, util-linux's blkzone, mkfs.ext4, e2fsck,
+# dmsetup (hack/zoned/zns-vm/docker-faults.sh), date and
 # a neighbour that commits (hack/zoned/zns-vm/commits), each with the
 # shared libraries it links (as ldd finds them here), the memory holder's
 # image (hack/hosts/images.sh) and the scripts. Everything comes from this
@@ -40,11 +41,11 @@ progs=(
 for b in containerd containerd-shim-runc-v2 runc criu docker-init; do
 	progs+=("$AB_PREFIX/bin/$b" "/usr/local/bin/$b")
 done
-for b in docker bash jq blkzone tar gzip date mkfs.ext4; do
+for b in docker bash jq blkzone tar gzip date mkfs.ext4 e2fsck dmsetup; do
 	p=$(command -v "$b") || die "zns-vm: $b is missing (hack/stack/install-deps.sh)"
 	case $b in
 	docker) progs+=("$p" /usr/local/bin/docker) ;;
-	blkzone | mkfs.ext4) progs+=("$p" "/usr/sbin/$b") ;;
+	blkzone | mkfs.ext4 | e2fsck | dmsetup) progs+=("$p" "/usr/sbin/$b") ;;
 	*) progs+=("$p" "/usr/bin/$b") ;;
 	esac
 done
@@ -86,7 +87,7 @@ cp "$AB_BUILD/images/memholder.tar" "$dir/images/memholder.tar"
 # the neighbour of docker-iocost.sh, a static Go program
 (cd "$AB_ROOT/hack/zoned/zns-vm/commits" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath \
 	-ldflags='-s -w' -o "$dir/usr/local/bin/commits" .)
-for f in docker-e2e.sh docker-trace.sh docker-iocost.sh docker-lib.sh; do
+for f in docker-e2e.sh docker-faults.sh docker-trace.sh docker-iocost.sh docker-lib.sh; do
 	install -m 0755 "$AB_ROOT/hack/zoned/zns-vm/$f" "$dir/$f"
 done
 log "zns-vm: guest root in $dir ($(du -sh "$dir" | cut -f1))"
