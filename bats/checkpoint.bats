@@ -597,16 +597,11 @@ scratch_mounts() {
 @test "patched: a daemon killed during a checkpoint leaves nothing partial" {
 	up_patched
 	start_memholder mh 512
-	local cps ctrpid i
+	local cps ctrpid
 	cps=/var/lib/moby-ab/patched/data/containers/$(docker inspect -f '{{.Id}}' mh)/checkpoints
 	ctrpid=$(docker inspect -f '{{.State.Pid}}' mh)
 	docker checkpoint create --leave-running mh cp1 >/dev/null 2>&1 &
-	# Kill the daemon once CRIU dumps (polled every 20 ms, for 20 s at most).
-	for ((i = 0; i < 1000; i++)); do
-		dump_running "$cps" "$ctrpid" && break
-		sleep 0.02
-	done
-	dump_running "$cps" "$ctrpid" || fail "the dump of cp1 was never seen running"
+	wait_dump_running "$cps" "$ctrpid" cp1
 	kill_daemon
 	# The kill landed before the commit: cp1 is not there.
 	[ ! -e "$cps/cp1" ] || fail "cp1 was committed before the kill"
@@ -642,6 +637,18 @@ dump_running() {
 		pgrep -f "^criu: dump .*-t $2( |\$)" >/dev/null
 }
 
+# wait_dump_running checkpoints-dir pid name: until CRIU dumps checkpoint
+# name of the container whose process is pid (polled every 20 ms, for 20 s
+# at most); the test fails if it never does.
+wait_dump_running() {
+	local i
+	for ((i = 0; i < 1000; i++)); do
+		dump_running "$1" "$2" && return 0
+		sleep 0.02
+	done
+	fail "the dump of $3 was never seen running"
+}
+
 # no_staging checkpoints-dir: no staging directory in it.
 no_staging() {
 	! compgen -G "$1/.staging-*" >/dev/null
@@ -658,14 +665,7 @@ no_staging() {
 	assert_success
 	ctrpid=$(docker inspect -f '{{.State.Pid}}' mh)
 	docker checkpoint create --leave-running mh new >/dev/null 2>&1 &
-	# The dump of 384 MiB takes about a second: kill the daemon once CRIU
-	# is writing it (polled every 20 ms, for 20 s at most).
-	local i
-	for ((i = 0; i < 1000; i++)); do
-		dump_running "$cps" "$ctrpid" && break
-		sleep 0.02
-	done
-	dump_running "$cps" "$ctrpid" || fail "the dump of new was never seen running"
+	wait_dump_running "$cps" "$ctrpid" new
 	kill_and_restart
 
 	# old is listed; new only if it is whole; no staging directory is listed.
@@ -713,12 +713,7 @@ no_staging() {
 	before=$(last_count mh)
 	ctrpid=$(docker inspect -f '{{.State.Pid}}' mh)
 	docker checkpoint create mh new >/dev/null 2>&1 &
-	local i
-	for ((i = 0; i < 1000; i++)); do
-		dump_running "$cps" "$ctrpid" && break
-		sleep 0.02
-	done
-	dump_running "$cps" "$ctrpid" || fail "the dump of new was never seen running"
+	wait_dump_running "$cps" "$ctrpid" new
 	kill_daemon
 	# CRIU finishes the dump the killed daemon asked for.
 	wait_for 30 bash -c "compgen -G '$cps/.staging-new-*/inventory.img' >/dev/null" ||

@@ -242,10 +242,10 @@ passes_reach() { # from passes
 # passes: the one under way at the checkpoint may have begun before it).
 restore_verified() {
 	local name=$1 after=$2 below=${3:-} from first c0 p0 t0=$SECONDS
-	local dir=()
-	[ -z "${RESTORE_DIR:-}" ] || dir=(--checkpoint-dir "$RESTORE_DIR")
+	local where=()
+	[ -z "${RESTORE_DIR:-}" ] || where=(--checkpoint-dir "$RESTORE_DIR")
 	from=$(($(holder_log | wc -l) + 1))
-	docker start --checkpoint "$name" "${dir[@]}" "$MH" >/dev/null || fail "docker start --checkpoint $name failed"
+	docker start --checkpoint "$name" "${where[@]}" "$MH" >/dev/null || fail "docker start --checkpoint $name failed"
 	wait_for 90 lines_beyond "$from" || fail "the holder restored from $name reported nothing"
 	first=$(reports "$from" | head -n 1)
 	c0=$(field count <<<"$first")
