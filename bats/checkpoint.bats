@@ -730,6 +730,38 @@ no_staging() {
 	restore_counts_on mh "$before" --checkpoint new
 }
 
+@test "patched: a restored container answers on its bridge address and its published port" {
+	# runc leaves the network namespace out of every dump; the restore gets a
+	# fresh one, which the createRuntime hook hands to libnetwork (0002).
+	up_patched
+	docker run -d --name web -p 127.0.0.1::8080 ab/memholder \
+		sh -c 'mkdir /w && echo "up $HOSTNAME" >/w/index.html && exec httpd -f -p 8080 -h /w' >/dev/null
+	local port ip
+	port=$(docker port web 8080/tcp | sed 's/.*://')
+	ip=$(docker inspect -f '{{.NetworkSettings.IPAddress}}' web)
+	# the daemon's own network namespace (hack/hosts/daemon.sh)
+	local ns=(nsenter --net=/run/netns/ab-patched)
+	wait_for 30 "${ns[@]}" curl -fs -o /dev/null "http://127.0.0.1:$port/"
+	local flag
+	for flag in "" --leave-running; do
+		run docker checkpoint create $flag web "cp$flag"
+		assert_success
+		if [ -n "$flag" ]; then
+			docker stop -t 1 web >/dev/null
+		fi
+		run docker start --checkpoint "cp$flag" web
+		assert_success
+		# (a start may publish on another ephemeral port)
+		port=$(docker port web 8080/tcp | sed 's/.*://')
+		run "${ns[@]}" curl -fsS --max-time 10 "http://127.0.0.1:$port/"
+		assert_success
+		assert_output --partial "up "
+		run "${ns[@]}" curl -fsS --max-time 10 "http://$ip:8080/"
+		assert_success
+		assert_output --partial "up "
+	done
+}
+
 @test "patched: checkpoint and restore on the graphdriver image store (overlay2)" {
 	up_patched '{"features": {"containerd-snapshotter": false}}'
 	run docker info --format '{{.Driver}}'
