@@ -102,6 +102,13 @@ test-fuzz:
 test-zns: build
 	hack/hosts/images.sh build
 	hack/zoned/test-zns.sh
+# The whole fault matrix of checkpoints in the QEMU guest (a failing disk, a
+# full one, a power cut at every flush, dockerd killed in each phase), about
+# 10 minutes; make test runs two of its cases (test-zns).
+.PHONY: test-faults
+test-faults: build
+	hack/hosts/images.sh build
+	hack/zoned/test-faults.sh
 test-harness:
 	PYTHON=$(PYTHON) hack/test-harness.sh
 test-bats: build

@@ -12,7 +12,10 @@
 # written to zones, restored, removed; dockerd killed during a checkpoint's
 # write). And a checkpoint whose disk fails under it in the middle of its
 # paced copy (hack/zoned/zns-vm/docker-faults.sh: device-mapper's error
-# target under the checkpoint directory's ext4). It needs `make build` and
+# target under the checkpoint directory's ext4), and a power cut at every
+# flush of a checkpoint's create and delete (hack/zoned/zns-vm/docker-powercut.sh:
+# device-mapper's log-writes target, replayed). The whole fault matrix is
+# hack/zoned/test-faults.sh (make test-faults). It needs `make build` and
 # `hack/hosts/images.sh build` (make test-zns does both).
 #
 # usage: hack/zoned/test-zns.sh
@@ -61,5 +64,10 @@ if ! ZNS_VM_MEM=${ZNS_E2E_MEM:-1536} ZNS_VM_TIMEOUT=${ZNS_E2E_TIMEOUT:-600} vm r
 	failed=$((failed + 1))
 	echo "FAIL a checkpoint whose disk fails under it" >&2
 fi
-[ "$failed" = 0 ] || die "zns: $failed of $((${#suites[@]} / 2 + 2)) guests failed"
+log "zns: a power cut at every flush of a checkpoint's create and delete (device-mapper's log-writes target)"
+if ! ZNS_VM_PLAIN_SIZE=96M ZNS_VM_MEM=${ZNS_E2E_MEM:-1536} ZNS_VM_TIMEOUT=${ZNS_E2E_TIMEOUT:-600} vm run-root "$out/root" /docker-powercut.sh; then
+	failed=$((failed + 1))
+	echo "FAIL a power cut at every flush of a checkpoint" >&2
+fi
+[ "$failed" = 0 ] || die "zns: $failed of $((${#suites[@]} / 2 + 3)) guests failed"
 log "zns: all passed on the zoned device"

@@ -77,6 +77,9 @@ GUEST_MODULES+=" ext4:EXT4_FS bfq:IOSCHED_BFQ"
 # device-mapper (its linear and error targets): faults injected under a
 # checkpoint directory's file system (hack/zoned/zns-vm/docker-faults.sh).
 GUEST_MODULES+=" dm_mod:BLK_DEV_DM"
+# its log-writes and snapshot targets: a power cut at every flush, replayed
+# (hack/zoned/zns-vm/docker-powercut.sh).
+GUEST_MODULES+=" dm_log_writes:DM_LOG_WRITES dm_snapshot:DM_SNAPSHOT"
 
 ZONE_SIZE=${ZNS_VM_ZONE_SIZE:-64M}
 ZONE_CAP=${ZNS_VM_ZONE_CAPACITY:-$ZONE_SIZE}

@@ -87,7 +87,9 @@ cp "$AB_BUILD/images/memholder.tar" "$dir/images/memholder.tar"
 # the neighbour of docker-iocost.sh, a static Go program
 (cd "$AB_ROOT/hack/zoned/zns-vm/commits" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath \
 	-ldflags='-s -w' -o "$dir/usr/local/bin/commits" .)
-for f in docker-e2e.sh docker-faults.sh docker-trace.sh docker-iocost.sh docker-lib.sh; do
+(cd "$AB_ROOT/hack/zoned/zns-vm/logwrites" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath \
+	-ldflags='-s -w' -o "$dir/usr/local/bin/logwrites" .)
+for f in docker-e2e.sh docker-faults.sh docker-kills.sh docker-powercut.sh docker-trace.sh docker-iocost.sh docker-lib.sh; do
 	install -m 0755 "$AB_ROOT/hack/zoned/zns-vm/$f" "$dir/$f"
 done
 log "zns-vm: guest root in $dir ($(du -sh "$dir" | cut -f1))"

@@ -1,0 +1,3 @@
+module moby-ab/logwrites
+
+go 1.22
