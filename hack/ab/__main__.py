@@ -14,7 +14,8 @@ run exits 0 when every sample succeeded, 1 when any failed (a measured
 sample, a warm-up or a patched daemon's restore; stock's restores are
 measured, see report.failures) (after writing
 the report and naming each cell with failures), 130 when interrupted, 2 on
-an invalid suite or a host error.
+an invalid suite, a host error, or results whose values cannot be matched
+to their repetitions (report.Unpairable).
 """
 import argparse
 import datetime
@@ -115,7 +116,7 @@ def main(argv=None):
                   file=sys.stderr)
             return 1
         return 0
-    except (suite.SuiteError, hosts.HostError) as e:
+    except (suite.SuiteError, hosts.HostError, report.Unpairable) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

@@ -3,6 +3,7 @@ images.sh, so that the harness and the shell suites share one implementation."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,15 +35,53 @@ class HostError(Exception):
     pass
 
 
+# The exit status of a command ended at its timeout (as timeout(1) has it).
+TIMED_OUT = 124
+
+
 def sh(*args, env=None, check=True, capture=True, timeout=None):
+    """Run args; with check, a failure is a HostError. A command still
+    running after timeout seconds is ended, with every process it started
+    (its own session), and answers TIMED_OUT with "timeout after N s" as
+    the last line of its stderr: a failure like any other, never
+    subprocess.TimeoutExpired, so that one hung sample fails that sample
+    and not the run."""
     e = dict(os.environ, **(env or {}))
-    p = subprocess.run(args, env=e, text=True, timeout=timeout,
-                       stdout=subprocess.PIPE if capture else None,
-                       stderr=subprocess.PIPE if capture else None)
+    pipe = subprocess.PIPE if capture else None
+    with subprocess.Popen(args, env=e, text=True, stdout=pipe, stderr=pipe,
+                          start_new_session=timeout is not None) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+            rc = proc.returncode
+        except subprocess.TimeoutExpired:
+            _end_session(proc)
+            try:
+                out, err = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                # something it started left its session and holds its output open
+                out, err = "", ""
+            rc, err = TIMED_OUT, (err or "") + f"timeout after {timeout:g} s\n"
+        except BaseException:
+            # interrupted (Ctrl-C): it goes, and what it started with it
+            if timeout is not None:
+                _end_session(proc)
+            else:
+                proc.kill()
+            raise
+    p = subprocess.CompletedProcess(args, rc, out, err)
     if check and p.returncode != 0:
         err = (p.stderr or "").strip().splitlines()
         raise HostError(f"{' '.join(args[:3])}...: " + (" | ".join(err[-4:]) or f"exit {p.returncode}"))
     return p
+
+
+def _end_session(proc):
+    """KILL every process of proc's process group: proc, started by sh in a
+    session of its own, and what it started."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 class Daemon:

@@ -89,7 +89,11 @@ def summarize(d):
     by = {v: {r["rep"]: r for r in per_run if r["variant"] == v} for v in variants}
 
     def col(v, key):
-        return {k: r[key] for k, r in by[v].items() if r[key] is not None}
+        """A variant's key by repetition; a run without one (no commit in
+        the checkpoint's window: the neighbour stalled throughout) is a
+        failure of its repetition, which the comparison counts."""
+        return stats.Reps({k: r[key] for k, r in by[v].items() if r[key] is not None},
+                          failed={k for k, r in by[v].items() if r[key] is None})
 
     rows, tests = [], []
     for v in variants:

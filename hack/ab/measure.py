@@ -49,15 +49,17 @@ def rotate(items, rep):
     return items[k:] + items[:k]
 
 
-def hyperfine(tmp, env, cmd, prepare=None, failed="failed"):
+def hyperfine(tmp, env, cmd, prepare=None, failed="failed", timeout=None):
     """One run of cmd under hyperfine (prepare: its --prepare, untimed), with
     env, its JSON export in directory tmp: (seconds, None), or (None, the
-    last line of what it printed, or failed)."""
+    last line of what it printed, or failed). timeout: seconds after which
+    it is ended, preparation included, and fails with "timeout after N s"
+    (hosts.sh)."""
     out = os.path.join(tmp, "hf.json")
     args = ["hyperfine", "--runs", "1", "--style", "none", "--export-json", out]
     if prepare:
         args += ["--prepare", prepare]
-    p = hosts.sh(*args, cmd, env=env, check=False)
+    p = hosts.sh(*args, cmd, env=env, check=False, timeout=timeout)
     if p.returncode != 0:
         return None, (p.stderr or failed).strip().splitlines()[-1][:300]
     with open(out) as f:

@@ -17,8 +17,9 @@ a pooled estimate that treats the node as a block:
   statistic's distribution (every pattern up to 16 pairs in all, 20000
   random ones above);
 - p-values are Holm-adjusted across a suite's cells, and a pooled row says
-  better or worse only when its adjusted p is below 0.05 and every node has
-  at least stats.MIN_PAIRS pairs.
+  better or worse only when its adjusted p is below 0.05, every node has
+  at least stats.MIN_PAIRS pairs and no node has a failed repetition (as a
+  node's own report: "inconclusive (k failed)", k over the nodes).
 
 Nodes disagree on a cell when one node's own interval lies wholly below 1 and
 another's wholly above: a patch that helps on one kind of machine and hurts
@@ -144,6 +145,9 @@ def pooled(nodes):
 
 
 def pooled_verdict(r):
+    failed = sum((c or {}).get("failed", 0) for c in r["nodes"].values())
+    if failed:
+        return f"inconclusive ({failed} failed)"
     p = r["pooled"]
     if not p:
         return "n/a"
@@ -167,7 +171,8 @@ def write(nodes, outdir):
           "repetition (as each node's own report); pooled, the mean over nodes of each node's mean "
           "log-ratio, every node one block, with a sign-flip permutation test that flips pairs within "
           "their node, Holm-adjusted across each suite's cells. \"nodes disagree\": one node's interval lies "
-          "wholly below 1 and another's wholly above.", ""]
+          "wholly below 1 and another's wholly above. \"inconclusive (k failed)\": k repetitions failed on "
+          "either side, over the nodes; no verdict, whatever the pairs left say.", ""]
     for node, docs in nodes.items():
         for suite, doc in docs.items():
             m, prov = doc.get("machine") or {}, doc.get("provenance") or {}
@@ -185,7 +190,7 @@ def write(nodes, outdir):
                 per.append("-")
                 continue
             t = report.fmt_ratio(dict(c), r["lower_is_better"]).replace(" uncorrected", "")
-            per.append(t if f"(n={c['n']})" in t else t + f" (n={c['n']})")
+            per.append(t if f"n={c['n']}" in t else t + f" (n={c['n']})")
         p = r["pooled"] or {}
         md.append(f"| {r['suite']} | {r['cell']} | " + " | ".join(per) + " | "
                   + (f"{p['ratio']:.2f} (n={p['n']}, {p['nodes']} nodes)" if p else "-") + " | "

@@ -24,13 +24,26 @@ def label(params):
     return ", ".join(f"{k}={v}" for k, v in sorted((params or {}).items())) or "defaults"
 
 
-def values(e, kind):
-    """(samples, unit, lower_is_better) of a result entry: its times, unless
-    the kind compares something else (kinds.<kind>.values)."""
+class Unpairable(ValueError):
+    """A list of a cell's whose values cannot be matched to repetitions."""
+
+
+def compared(e, kind):
+    """(field, unit, lower_is_better) of what a result entry compares: its
+    times, unless the kind compares something else (kinds.<kind>.compared)."""
     k = kinds.get(kind)
-    if hasattr(k, "values"):
-        return k.values(e)
-    return e["times_s"], "s", True
+    if hasattr(k, "compared"):
+        return k.compared(e)
+    return "times_s", "s", True
+
+
+def values(e, kind):
+    """(samples, unit, lower_is_better) of a result entry: what it compares
+    (compared), the values of the repetitions that succeeded, in
+    repetition order."""
+    field, unit, lower = compared(e, kind)
+    by = keyed(e, field)
+    return [by[r] for r in sorted(by)], unit, lower
 
 
 def cell_key(e, kind):
@@ -45,23 +58,65 @@ def cell_name(e, kind):
 
 
 def by_rep(e, kind):
-    """A cell's samples by repetition: its reps (results.json since they
-    were recorded) with its values, else the values in repetition order."""
-    v = [x for x in values(e, kind)[0] if x is not None]
-    reps = e.get("reps")
-    if reps is not None and len(reps) == len(v):
-        return dict(zip(reps, v))
-    return dict(enumerate(v))
+    """What a cell compares (compared), by repetition (keyed)."""
+    return keyed(e, compared(e, kind)[0])
+
+
+def where(e):
+    """A result entry in words, for errors: its flavour, where it ran, its
+    settings."""
+    names = [e.get(k) for k in ("flavor", "profile", "image", "scenario", "container")]
+    return " ".join(str(x) for x in names if x is not None) + f" ({label(e.get('params'))})"
+
+
+def failed_reps(e, field="times_s"):
+    """The repetitions of a cell's failed samples (results.json from before
+    they were recorded: none, or Unpairable, for reading field, when it has
+    failures)."""
+    if "failed_reps" in e:
+        return set(e["failed_reps"])
+    if failed(e):
+        raise Unpairable(f"{where(e)}: {field}: {failed(e)} failed sample(s), and not their repetitions "
+                         "(results.json from before failed_reps): which pairs they leave cannot be told")
+    return set()
 
 
 def keyed(e, field="times_s"):
-    """One list of a cell's by repetition (see by_rep): times_s, or a value
-    measured with them."""
-    v = [x for x in e.get(field, []) if x is not None]
-    reps = e.get("reps")
-    if reps is not None and len(reps) == len(v):
-        return dict(zip(reps, v))
-    return dict(enumerate(v))
+    """One list of a cell's by repetition (stats.Reps): times_s, or a value
+    measured with them, each value at the repetition recorded with it (reps
+    for times_s, reps_of[field] for the others) and only where the cell's
+    sample succeeded; its failed: the repetitions measured without a value
+    (the sample failed, or gave none of this field).
+
+    A list whose values cannot be matched to repetitions raises Unpairable
+    naming the cell and the field; nothing is paired by its place in a
+    list. A field the cell has no list of has no values (and no
+    failures of its own). results.json from before reps_of: a list as long
+    as reps is theirs; from before reps: the times are in repetition order
+    when none failed."""
+    bad = failed_reps(e, field)
+    times = e.get("times_s") or []
+    ok = e["reps"] if "reps" in e else list(range(len(times)))
+    if len(ok) != len(times):
+        raise Unpairable(f"{where(e)}: times_s: {len(times)} values and {len(ok)} repetitions")
+    if e.get(field) is None:
+        return stats.Reps({}, failed=bad)
+    vals = e[field]
+    reps_of = e.get("reps_of") or {}
+    if field == "times_s":
+        reps = ok
+    elif field in reps_of:
+        reps = reps_of[field]
+    elif len(vals) == len(ok):
+        reps = ok
+    else:
+        raise Unpairable(f"{where(e)}: {field}: {len(vals)} values for {len(ok)} measured repetitions, and not "
+                         "the repetition of each: they cannot be paired")
+    if len(reps) != len(vals):
+        raise Unpairable(f"{where(e)}: {field}: {len(vals)} values and {len(reps)} repetitions of them")
+    ok = set(ok)
+    got = {r: v for r, v in zip(reps, vals) if r in ok and v is not None}
+    return stats.Reps(got, failed=(ok - set(got)) | bad)
 
 
 def failed(e):
@@ -168,9 +223,21 @@ def fmt_ratio(r, lower):
     """A paired comparison: ratio, interval, p (Holm-adjusted when it has
     been, else marked uncorrected); when adjusted, the verdict and the
     sign-flip check's p, and where the check disagrees (stats.check), in
-    bold."""
+    bold. With failed repetitions: what the pairs give, n, and
+    "inconclusive (k failed)" (stats.verdict), adjusted or not."""
     if not r:
         return "n/a"
+    if r.get("failed"):
+        shown = []
+        if r["ratio"] is not None:
+            shown.append(f"{r['ratio']:.2f}")
+        if r["lo"] is not None:
+            shown.append(f"[{r['lo']:.2f}, {r['hi']:.2f}]")
+        if "p_adj" in r:
+            shown.append(f"p={r['p_adj']:.2g}")
+        elif r["p"] is not None and not r["too_few"]:
+            shown.append(f"p={r['p']:.2g} uncorrected")
+        return " ".join(shown + [f"n={r['n']}: {stats.verdict(r, lower)}"])
     if r["too_few"] or r["p"] is None:
         return f"{r['ratio']:.2f}, too few samples (n={r['n']})"
     ci = f"[{r['lo']:.2f}, {r['hi']:.2f}]" if r["lo"] is not None else "[no interval]"
@@ -199,8 +266,10 @@ def median_of(xs):
 def versus(a, b, lower):
     """a/b paired by repetition (a and b: dicts repetition -> value, see
     keyed; lists are taken in repetition order), with its interval and
-    uncorrected p, or '-'."""
-    return fmt_ratio(stats.paired(a, b), lower) if a and b else "-"
+    uncorrected p (or its failures), or '-' where there is neither a pair
+    nor a failure."""
+    r = stats.paired(a, b)
+    return fmt_ratio(r, lower) if r else "-"
 
 
 def summary_table(doc):
@@ -255,8 +324,10 @@ STATISTICS = (
     "Stock's best setting of a scan is picked after the fact on the same samples: "
     "its p (both tests') is multiplied by the number of settings scanned before the Holm adjustment, and its "
     "interval is at 1 - 0.05/settings. Ratios in the sections below the summary are paired by repetition too, "
-    "and their p is the t-test's, uncorrected (no verdict). failed: samples that failed, left out of every "
-    "statistic.")
+    "and their p is the t-test's, uncorrected (no verdict). failed: samples that failed. A repetition that failed "
+    "on either side (or gave no value) is no pair, and it is counted: a comparison with any reads \"inconclusive "
+    "(k failed)\" with its n instead of a verdict, the ratio, interval and p of the pairs left beside it, since a "
+    "side that fails on its slow runs would look faster on those.")
 
 
 def header(doc, run):

@@ -11,8 +11,11 @@ fields followed by its samples, and every entry is built from a Cell.
 An entry's reps are the repetition (0, 1, ...) of each of its times_s: a
 failed sample leaves no time, so the i-th time is not always the i-th
 repetition, and the report pairs stock's and patched's samples by
-repetition. (A results.json without reps is read with its times in
-repetition order.) failed counts the measured samples that failed."""
+repetition. failed counts the measured samples that failed, failed_reps
+names their repetitions. The values measured with a sample (a kind's
+extra lists) carry theirs too: reps_of[field] is the repetition of each
+value of the list field (None for a warm-up's), so that no value is ever
+matched to a repetition by its place in a list (report.keyed)."""
 import datetime
 import hashlib
 import json
@@ -64,7 +67,7 @@ class Results:
         list each. A measured sample without a time has failed."""
         k = json.dumps(cell.fields(), sort_keys=True)
         if k not in self.index:
-            entry = cell.entry(times_s=[], reps=[], failed=0, errors=[])
+            entry = cell.entry(times_s=[], reps=[], failed=0, failed_reps=[], errors=[], reps_of={})
             entry.update({x: [] for x in extra})
             self.index[k] = entry
             self.doc["results"].append(entry)
@@ -78,12 +81,14 @@ class Results:
                 e["reps"].append(rep)
             else:
                 e["failed"] += 1
+                e["failed_reps"].append(rep)
                 if not error:
                     error = "failed"
         if error:
             e["errors"].append(error)
         for x, v in extra.items():
             e.setdefault(x, []).append(v)
+            e["reps_of"].setdefault(x, []).append(rep)
         self.save()
 
     def append(self, entry):

@@ -35,6 +35,13 @@ Below MIN_PAIRS pairs no verdict is given ("too few samples"): the
 sign-flip check cannot confirm anything at 5% there (its smallest p,
 2/2^n, is 0.0625 at n = 5), nor can anything check the t-test's normality.
 
+A repetition that either side failed (both measured it, one or both have
+no value: Reps.failed) is no pair, and it is counted (failed): a
+comparison with any gives no verdict, "inconclusive (k failed)". A side
+that fails on its slow runs would look faster on the pairs left, so they
+cannot decide; what they show (ratio, interval, p) is still reported, with
+the count beside it.
+
 Across a report's comparisons, holm() adjusts the p-values (Holm-Bonferroni:
 the chance of any false verdict in the report stays at or below 5%)."""
 import bisect
@@ -56,16 +63,32 @@ def summary(xs):
             "mean": statistics.fmean(xs), "stdev": statistics.stdev(xs) if len(xs) > 1 else 0.0}
 
 
+class Reps(dict):
+    """One side's samples by repetition (repetition -> value), and the
+    repetitions it measured without a value (failed: the sample failed, or
+    gave none)."""
+
+    def __init__(self, values=(), failed=()):
+        super().__init__(values)
+        self.failed = set(failed)
+
+
+def pairing(a, b):
+    """(the pairs of a and b, how many repetitions failed): a and b each a
+    dict repetition -> value (a Reps, or a list taken as values of
+    repetitions 0, 1, ...). A pair is a repetition both have a positive
+    value of; a failed one is a repetition both measured (a value, or in
+    failed) where either has none."""
+    a, b = (x if isinstance(x, dict) else dict(enumerate(x)) for x in (a, b))
+    both = (set(a) | getattr(a, "failed", set())) & (set(b) | getattr(b, "failed", set()))
+    ok = lambda x, k: x.get(k) is not None and x[k] > 0
+    ps = [(a[k], b[k]) for k in sorted(both) if ok(a, k) and ok(b, k)]
+    return ps, len(both) - len(ps)
+
+
 def pairs(a, b):
-    """The pairs of a and b: each a dict repetition -> value (or a list,
-    taken as values of repetitions 0, 1, ...); only repetitions both have,
-    with positive values."""
-    if not isinstance(a, dict):
-        a = dict(enumerate(a))
-    if not isinstance(b, dict):
-        b = dict(enumerate(b))
-    return [(a[k], b[k]) for k in sorted(set(a) & set(b))
-            if a[k] is not None and b[k] is not None and a[k] > 0 and b[k] > 0]
+    """The pairs of a and b (see pairing)."""
+    return pairing(a, b)[0]
 
 
 def _betacf(a, b, x):
@@ -168,18 +191,21 @@ def sign_flip_floor(n):
 
 
 def paired(a, b, alpha=ALPHA, correction=1):
-    """a against b, paired by repetition (see pairs): ratio exp(mean log(a/b)),
-    the t-test's interval at 1 - alpha/correction and its p times correction
-    (a Bonferroni factor, at most 1), the sign-flip check's p (p_sign, times
-    correction too), n pairs. too_few: below MIN_PAIRS, no verdict and no
-    interval."""
-    ps = pairs(a, b)
+    """a against b, paired by repetition (see pairing): ratio exp(mean
+    log(a/b)), the t-test's interval at 1 - alpha/correction and its p
+    times correction (a Bonferroni factor, at most 1), the sign-flip
+    check's p (p_sign, times correction too), n pairs, failed repetitions
+    (any: no verdict). too_few: below MIN_PAIRS, no verdict and no
+    interval. None when there is neither a pair nor a failure; with
+    failures and no pair, ratio is None."""
+    ps, failed = pairing(a, b)
     n = len(ps)
-    if n == 0:
-        return None
-    d = [math.log(x / y) for x, y in ps]
-    out = {"ratio": math.exp(statistics.fmean(d)), "lo": None, "hi": None, "p": None, "p_sign": None, "n": n,
+    out = {"ratio": None, "lo": None, "hi": None, "p": None, "p_sign": None, "n": n, "failed": failed,
            "too_few": n < MIN_PAIRS, "correction": correction}
+    if n == 0:
+        return out if failed else None
+    d = [math.log(x / y) for x, y in ps]
+    out["ratio"] = math.exp(statistics.fmean(d))
     if n < 2:
         return out
     p, (lo, hi) = t_test(d, alpha / correction)
@@ -212,10 +238,13 @@ def adjust(tests):
 
 
 def verdict(r, lower_is_better, p=None):
-    """'better', 'worse', 'n.s.' or 'too few samples (n=k)' for a paired
-    comparison r, at p (r's own p unless an adjusted one is given)."""
+    """'better', 'worse', 'n.s.', 'inconclusive (k failed)' or 'too few
+    samples (n=k)' for a paired comparison r, at p (r's own p unless an
+    adjusted one is given)."""
     if r is None:
         return "n/a"
+    if r.get("failed"):
+        return f"inconclusive ({r['failed']} failed)"
     if r["too_few"] or r["p"] is None:
         return f"too few samples (n={r['n']})"
     p = r["p"] if p is None else p
@@ -236,7 +265,7 @@ def check(r, lower_is_better, p=None, p_sign=None):
     - "n.s." is contradicted when the sign-flip test finds the difference
       at the same level (p_sign: its Holm-adjusted p, given with an
       adjusted p): a t-test that an outlier pair inflated the spread of."""
-    if r is None or r["too_few"] or r["p"] is None or r.get("p_sign") is None:
+    if r is None or r["too_few"] or r["p"] is None or r.get("p_sign") is None or r.get("failed"):
         return None
     v = verdict(r, lower_is_better, p)
     if v in ("better", "worse"):

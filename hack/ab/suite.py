@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from . import kinds, systems, units
 
 COMMON_KEYS = ("name", "kind", "repetitions", "description", "seed")
-DAEMON_KEYS = ("flavor", "link_backend")  # every suite that runs daemons
+DAEMON_KEYS = ("flavor", "link_backend", "sample_timeout")  # every suite that runs daemons
+# seconds after which a measured command (a pull, a checkpoint, a run) is
+# ended and its sample fails: a hung one fails its repetition, not the run
+SAMPLE_TIMEOUT = 600.0
 # every [flavor.<name>] a suite may have: the dockerd hosts (stock, patched)
 # and the peers they are compared with, each run by its system (ab.systems)
 FLAVOURS = systems.flavours()
@@ -61,6 +64,7 @@ class Suite:
     description: str = ""
     flavours: dict = field(default_factory=dict)
     link_backend: str = "auto"
+    sample_timeout: float = SAMPLE_TIMEOUT
     seed: dict = field(default_factory=dict)  # published numbers, for the report
 
     # Whether running it needs root, daemons, a registry and test hosts.
@@ -181,6 +185,7 @@ class Validator:
             for key in daemon_keys():
                 if key in d:
                     self.fail(self.first(d, key), f"{key} belongs to suites that run daemons, not {kind}")
+        s.sample_timeout = self.seconds(d, (), "sample_timeout", SAMPLE_TIMEOUT, 1.0)
         for other in kinds.every():
             if other is not k:
                 other.refuse(self, d, kind)

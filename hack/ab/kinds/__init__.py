@@ -18,7 +18,8 @@ for these by name; a kind's module has:
                images(s)    (if it has one) the images it needs beyond busybox and memholder
   the report   cell_name(e)  a cell's name in tables and plots
                KEY_FIELDS    its fields that tell cells apart besides profile, image, scenario, container
-               values(e)     (if it has one) the samples compared, their unit, lower is better; else times_s
+               compared(e)   (if it has one) the field of the samples compared, their unit, lower is
+                             better; else times_s (report.compared)
                summary_note(doc)  (if it has one) a paragraph above the summary table,
                              or None (neighbour: what its latency is of)
                sections(doc) its Markdown sections, after the summary

@@ -140,7 +140,8 @@ def run(r):
                         time.sleep(s.settle)
                         t0 = time.monotonic()
                         with concurrent.futures.ThreadPoolExecutor(len(group)) as ex:
-                            futs = [ex.submit(checkpoint, d, nm, f"cp{rep}", s.leave_running) for nm in names]
+                            futs = [ex.submit(checkpoint, d, nm, f"cp{rep}", s.leave_running, s.sample_timeout)
+                                    for nm in names]
                             res = [x.result() for x in futs]
                         batch = time.monotonic() - t0
                         for c, nm, (t, err) in zip(group, names, res):
@@ -151,7 +152,7 @@ def run(r):
                             if s.leave_running and c.memory and t is not None:
                                 extra["freeze_s"] = freeze(d, nm)
                             if s.restore and scen == "alone" and t is not None:
-                                rt, rerr = restore(d, nm, f"cp{rep}", s.leave_running)
+                                rt, rerr = restore(d, nm, f"cp{rep}", s.leave_running, s.sample_timeout)
                                 extra = {"restore_s": round(rt, 4) if rt is not None else None}
                                 if rerr:
                                     extra["restore_error"] = rerr
@@ -170,7 +171,7 @@ def run(r):
                     # runc's floor, with nothing else running in the host
                     if s.floor and scen == "alone" and f == floor_host(rep):
                         for c in group:
-                            ft, fr, ferr = floor(d, c, rep, s.leave_running)
+                            ft, fr, ferr = floor(d, c, rep, s.leave_running, s.sample_timeout)
                             cell = Cell("runc", image=c.image or "ab/memholder", scenario=scen, container=c.name)
                             extra = {"freeze_s": fr} if s.leave_running and c.memory else {}
                             r.results.add(cell, ft, ferr, floor_host=f, **extra)
@@ -190,9 +191,9 @@ def start_container(d, c, name):
     time.sleep(2)
 
 
-def checkpoint(d, name, cp, leave_running):
+def checkpoint(d, name, cp, leave_running, timeout):
     t0 = time.monotonic()
-    p = systems.of(d.flavour).checkpoint(d, name, cp, leave_running)
+    p = systems.of(d.flavour).checkpoint(d, name, cp, leave_running, timeout)
     t = time.monotonic() - t0
     if p.returncode != 0:
         return None, (p.stderr.strip().splitlines() or ["failed"])[-1][:300]
@@ -215,23 +216,24 @@ def freeze(d, name):
     return None
 
 
-def restore(d, name, cp, leave_running):
+def restore(d, name, cp, leave_running, timeout):
     system = systems.of(d.flavour)
     if leave_running:
         system.stop(d, name)
     t0 = time.monotonic()
-    p = system.restore(d, name, cp)
+    p = system.restore(d, name, cp, timeout)
     t = time.monotonic() - t0
     if p.returncode != 0:
         return None, (p.stderr.strip().splitlines() or ["failed"])[-1][:300]
     return t, None
 
 
-def floor(d, c, rep, leave_running):
+def floor(d, c, rep, leave_running, timeout):
     """The floor under a daemon's checkpoint: runc checkpoint --image-path
     on a container of the same kind, into a directory on the daemon's
     data disk, plus fsync of every file and the directory (what makes the
-    daemon's checkpoint durable). Returns (seconds, freeze, error)."""
+    daemon's checkpoint durable); runc is ended after timeout seconds.
+    Returns (seconds, freeze, error)."""
     name = f"abcp-{c.name}-floor"
     imgdir = os.path.join(d.vardir(), f"floor-{c.name}-{rep}")
     try:
@@ -244,7 +246,7 @@ def floor(d, c, rep, leave_running):
         t0 = time.monotonic()
         # runc finds criu on PATH: the one the daemons use
         path = os.path.dirname(RUNC) + os.pathsep + os.environ.get("PATH", "")
-        p = hosts.sh(*cmd, cid, env={"PATH": path}, check=False)
+        p = hosts.sh(*cmd, cid, env={"PATH": path}, check=False, timeout=timeout)
         if p.returncode == 0:
             for dirpath, _, files in os.walk(imgdir):
                 for fn in files:
@@ -301,8 +303,10 @@ def floor_table(doc):
             return f"{fmt_v(m['median'], 's')} s" if m else "-"
 
         def ratio(f):
+            # where runc failed every time the cell shows its failures, not "-"
             e = by.get(f)
-            return fmt_ratio(stats.ratio_ci(keyed(e), keyed(r)), True) if e and rs else "-"
+            c = stats.ratio_ci(keyed(e), keyed(r)) if e else None
+            return fmt_ratio(c, True) if c else "-"
 
         def frz(f):
             e = by.get(f)

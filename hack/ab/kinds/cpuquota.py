@@ -162,7 +162,8 @@ def run(r):
                     argv = ["node", "/app/readfiles.js", "/data", mode] + ([str(n)] if mode == "workers" else [])
                     t0 = time.monotonic()
                     p = d.docker("run", "--rm", *limit, "--ulimit", f"nofile={nofile}:{nofile}",
-                                 "-v", f"{dirs[f]}:/data:ro", "ab/node", *argv, check=False)
+                                 "-v", f"{dirs[f]}:/data:ro", "ab/node", *argv, check=False,
+                                 timeout=s.sample_timeout)
                     wall = time.monotonic() - t0
                     res = parse_json_line(p.stdout)
                     err = None if res else ((p.stderr or "").strip().splitlines() or ["failed"])[-1][:300]
@@ -233,10 +234,12 @@ def _cq_cells(doc):
 
 
 def _cq(es, flavour, mode, cpus, field="times_s", by_rep=False):
-    """A cell's field: its values, or (by_rep) a dict repetition -> value."""
+    """A cell's field: its values of the repetitions that succeeded, or
+    (by_rep) those by repetition (report.keyed)."""
     for e in es:
         if e["flavor"] == flavour and e["scenario"] == mode and e.get("cpus") == cpus:
-            return keyed(e, field) if by_rep else [x for x in e.get(field, []) if x is not None]
+            v = keyed(e, field)
+            return v if by_rep else [v[r] for r in sorted(v)]
     return {} if by_rep else []
 
 
@@ -400,7 +403,7 @@ def plot_cpuquota(doc, outdir, plt):
                 pts = []
                 for x, c in zip(xs, cpus):
                     r = stats.ratio_ci(_cq(es, f, m, c, by_rep=True), _cq(es, f, "async", c, by_rep=True))
-                    if r:
+                    if r and r["ratio"] is not None:
                         pts.append((x, r))
                 if not pts:
                     continue

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from .. import hosts, neighbour_io, stats, suite, units
 from ..measure import Progress, interleave
-from ..report import failed, fmt_ratio, label
+from ..report import failed, fmt_ratio, keyed, label
 from ..results import Cell
 from .checkpoint import Container, cleanup, start_container
 
@@ -124,8 +124,7 @@ class Sampler:
         self.p = subprocess.Popen([sys.executable, DISKSTATS, "sample", dev, path])
 
     def stop(self):
-        self.p.terminate()
-        self.p.wait(timeout=10)
+        hosts.stop_process(self.p)
         return diskstats().read(self.path)
 
 
@@ -148,8 +147,7 @@ def neighbour_run(workdir, out, seconds=None, during=None, commit=4096, workload
             res = during[1]()
             c1 = time.time()
     finally:
-        p.terminate()
-        p.wait(timeout=30)
+        hosts.stop_process(p, timeout=30)
         p.stdout.close()
     with open(out) as f:
         return json.load(f), res, c0, c1
@@ -186,14 +184,19 @@ def run(r):
                     sampler = Sampler(dev, os.path.join(r.tmp, "disk.txt"))
                     try:
                         nb, (t, err), c0, c1 = neighbour_run(
-                            work, out, during=(n.lead, lambda: checkpoint(d, name, f"cp{rep}")), commit=n.commit,
-                            workload=n.workload)
+                            work, out, during=(n.lead, lambda: checkpoint(d, name, f"cp{rep}", s.sample_timeout)),
+                            commit=n.commit, workload=n.workload)
                         # the disk's worst second needs a second of samples
                         # from the checkpoint's start, however short it was
                         time.sleep(max(0.0, c0 + 1.3 - time.time()))
                     finally:
                         rows = sampler.stop()
-                    extra = fields(nb, rows, c0, c1, series=rep == 0, workload=n.workload)
+                    # A checkpoint that failed wrote little or nothing: the
+                    # neighbour beside it is not a neighbour beside a
+                    # checkpoint, and its values would read as a quiet one.
+                    # The repetition is a failure, with no values.
+                    extra = fields(nb if t is not None else None, rows if t is not None else None, c0, c1,
+                                   series=rep == 0, workload=n.workload)
                 except hosts.HostError as e:
                     t, err, extra = None, str(e)[:300], fields(None, None, workload=n.workload)
                 finally:
@@ -206,9 +209,9 @@ def run(r):
         hosts.sh("rm", "-rf", work, check=False)
 
 
-def checkpoint(d, name, cp):
+def checkpoint(d, name, cp, timeout):
     t0 = time.monotonic()
-    p = d.docker("checkpoint", "create", "--leave-running", name, cp, check=False)
+    p = d.docker("checkpoint", "create", "--leave-running", name, cp, check=False, timeout=timeout)
     t = time.monotonic() - t0
     if p.returncode != 0:
         return None, (p.stderr.strip().splitlines() or ["failed"])[-1][:300]
@@ -306,13 +309,14 @@ def cell_name(e):
     return f"{e['container']} holder" + (f", {label(e['params'])}" if e.get("params") else "")
 
 
-def values(e):
-    return [x for x in e.get("p99_ms", []) if x is not None], "ms", True
+def compared(e):
+    return "p99_ms", "ms", True
 
 
-def _by_rep(e, k):
-    vals = e.get(k) or []
-    return {rep: v for rep, v in enumerate(vals) if v is not None}
+def _values(e, k):
+    """e's k of the repetitions that succeeded (report.keyed), in order."""
+    v = keyed(e, k)
+    return [v[r] for r in sorted(v)]
 
 
 def _median(xs):
@@ -337,18 +341,18 @@ def table_rows(doc):
     per_s = workload(doc)[1]["per_s"]
     out = []
     for e in sorted(doc["results"], key=lambda e: e is not idle):
-        dw = _median(e.get("disk_worst_1s_bytes_per_s"))
-        longest = [x for x in e.get("max_ms") or [] if x is not None]
+        dw = _median(_values(e, "disk_worst_1s_bytes_per_s"))
+        longest = _values(e, "max_ms")
         out.append({
             "entry": e, "name": cell_name(e) if e is idle else f"{e['flavor']}: {cell_name(e)}",
             "n": len(e.get("times_s") or []), "failed": failed(e),
             "checkpoint_s": None if e is idle else _median(e.get("times_s")),
-            "p50_ms": _median(e.get("p50_ms")), "p99_ms": _median(e.get("p99_ms")),
+            "p50_ms": _median(_values(e, "p50_ms")), "p99_ms": _median(_values(e, "p99_ms")),
             "max_ms": _median(longest), "worst_ms": max(longest) if longest else None,
-            "read_p99_ms": _median(e.get("read_p99_ms")), "per_s": _median(e.get(per_s)),
+            "read_p99_ms": _median(_values(e, "read_p99_ms")), "per_s": _median(_values(e, per_s)),
             "disk_mib_s": None if dw is None else dw / 2**20,
             "vs_alone": None if idle is None or e is idle else
-            {k: stats.paired(_by_rep(e, k), _by_rep(idle, k)) for k, _ in AGAINST_ALONE}})
+            {k: stats.paired(keyed(e, k), keyed(idle, k)) for k, _ in AGAINST_ALONE}})
     return out
 
 
@@ -358,7 +362,8 @@ def sections(doc):
     # the columns the rows end with: (heading, format)
     tail = [{"read_p99_ms": ("read p99 ms", "{:.2f}"), "per_s": (w["rate"], "{:.0f}")}[k] for k in w["columns"]]
     lines = ["## The neighbour during each checkpoint, against the neighbour alone", "",
-             f"Disk {doc.get('disk', '?')}. n: the samples measured, failed: those that failed (left out). Medians of "
+             f"Disk {doc.get('disk', '?')}. n: the samples measured, failed: those whose checkpoint failed (the "
+             f"neighbour's values beside them are not kept, and a ratio with any reads inconclusive). Medians of "
              f"the repetitions; {op} latency is {what(doc)}, over the neighbour's whole run "
              f"(its lead before the checkpoint included); longest: the median of each repetition's longest {op} "
              f"(worst: the longest of all){w['besides']}. / alone: the value against the "
@@ -392,13 +397,14 @@ def stall_section(doc):
              "\"not recorded\".", "",
              "| variant | stalls |", "| --- | --- |"]
     for r in table_rows(doc):
-        per_rep = r["entry"].get("stalls")
-        if per_rep is None:
+        if r["entry"].get("stalls") is None:
             lines.append(f"| {r['name']} | not recorded |")
             continue
         cells = []
-        for rep, st in enumerate(per_rep):
-            if not st or not st["windows"]:
+        per_rep = keyed(r["entry"], "stalls")
+        for rep in sorted(per_rep):
+            st = per_rep[rep]
+            if not st["windows"]:
                 continue
             span = f" (checkpoint 0-{st['checkpoint_s'][1]:.2f} s)" if st.get("checkpoint_s") else ""
             cells.append(f"rep {rep + 1}: " + ", ".join(f"{t:.1f} s @ {ms:.0f} ms" for t, ms in st["windows"]) + span)

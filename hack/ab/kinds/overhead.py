@@ -234,7 +234,7 @@ def run(r):
 
 
 def measure_run(r, d, rep, prog):
-    t, err = hyperfine(r.tmp, d.env, "docker run --rm ab/busybox true")
+    t, err = hyperfine(r.tmp, d.env, "docker run --rm ab/busybox true", timeout=r.s.sample_timeout)
     r.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="run", container="busybox true"),
                   t, err)
     prog.step(f"overhead run {d.flavour} rep {rep + 1}: {t:.3f}s" if t else f"overhead run FAILED {err}")
@@ -245,12 +245,13 @@ CPU = "head -c 300000000 /dev/zero | busybox sha256sum >/dev/null"
 
 def measure_cpu(r, d, rep, prog):
     # The same busybox binary, natively in the test host and in a container.
-    t, err = hyperfine(r.tmp, d.env, f"nsenter --net={d.netns()} busybox sh -c '{CPU}'")
+    t, err = hyperfine(r.tmp, d.env, f"nsenter --net={d.netns()} busybox sh -c '{CPU}'",
+                       timeout=r.s.sample_timeout)
     r.results.add(Cell(d.flavour, params=d.config, scenario="cpu", container="native"), t, err)
     prog.step(f"overhead cpu native ({d.flavour} host) rep {rep + 1}: {t:.2f}s" if t else "cpu native FAILED")
     # in a container: the system's (docker exec into a running one, ch-run)
     with systems.of(d.flavour).shell(d, "ab/busybox", "abov-cpu") as prefix:
-        t, err = hyperfine(r.tmp, d.env, f"{prefix} sh -c '{CPU}'")
+        t, err = hyperfine(r.tmp, d.env, f"{prefix} sh -c '{CPU}'", timeout=r.s.sample_timeout)
     r.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="cpu", container="container"),
                   t, err)
     prog.step(f"overhead cpu container {d.flavour} rep {rep + 1}: {t:.2f}s" if t else "cpu container FAILED")
@@ -267,14 +268,16 @@ FILES = ("mkdir -p {dir} && cd {dir} && "
 def measure_files(r, d, rep, prog):
     # natively, on the disk that holds the daemon's data-root
     native_dir = os.path.join(d.vardir(), "abov-files")
-    t, err = hyperfine(r.tmp, d.env, "busybox sh -c " + shlex.quote(FILES.format(dir=native_dir)))
+    t, err = hyperfine(r.tmp, d.env, "busybox sh -c " + shlex.quote(FILES.format(dir=native_dir)),
+                       timeout=r.s.sample_timeout)
     r.results.add(Cell(d.flavour, params=d.config, scenario="files", container="native"), t, err)
     prog.step(f"overhead files native ({d.flavour} host) rep {rep + 1}: {t:.2f}s" if t else f"files native FAILED {err}")
     # in a container: its writable layer (overlay on the same disk)
     name = "abov-files"
     d.docker("run", "-d", "--name", name, "ab/busybox", "sleep", "3600")
     try:
-        t, err = hyperfine(r.tmp, d.env, f"docker exec {name} sh -c " + shlex.quote(FILES.format(dir="/work")))
+        t, err = hyperfine(r.tmp, d.env, f"docker exec {name} sh -c " + shlex.quote(FILES.format(dir="/work")),
+                           timeout=r.s.sample_timeout)
     finally:
         d.docker("rm", "-f", name, check=False)
     r.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="files", container="container"),
@@ -368,7 +371,8 @@ def measure_http(r, d, rep, prog):
                 wrk = ["nsenter", f"--net={d.netns()}", "wrk", "-t", str(h.threads), "-c", str(h.connections[ep])]
                 if h.warmup_s:
                     hosts.sh(*wrk, "-d", f"{h.warmup_s:g}s", url, check=False)
-                p = hosts.sh(*wrk, "-d", f"{h.duration_s:g}s", "--latency", url, check=False)
+                p = hosts.sh(*wrk, "-d", f"{h.duration_s:g}s", "--latency", url, check=False,
+                             timeout=r.s.sample_timeout + h.duration_s)
                 w = parse_wrk(p.stdout or "")
                 err = None
                 if w.get("rps") is None:
@@ -440,11 +444,13 @@ def measure_pingpong(r, d, rep, prog):
             if net == "native":
                 proc = native(r, d, taskset(scpu) + [hosts.pingpong_binary()] + srv[1:])
                 p = hosts.sh("nsenter", f"--net={d.netns()}", *taskset(ccpu), hosts.pingpong_binary(), "client",
-                             "-connect", f"127.0.0.1:{PINGPONG_PORT}", *args, check=False, timeout=600)
+                             "-connect", f"127.0.0.1:{PINGPONG_PORT}", *args, check=False,
+                             timeout=r.s.sample_timeout)
             else:
                 p = system.pingpong(d, f"abov-pp-{net}", "ab/pingpong", net, srv,
                                     lambda ip: ["pingpong", "client", "-connect", f"{ip}:{PINGPONG_PORT}", *args],
-                                    (scpu, ccpu), os.path.join(r.tmp, f"pingpong-{net}-server.log"))
+                                    (scpu, ccpu), os.path.join(r.tmp, f"pingpong-{net}-server.log"),
+                                    timeout=r.s.sample_timeout)
             res, err = parse_json_line(p.stdout), None
             if res is None:
                 err = ((p.stderr or "").strip().splitlines() or ["pingpong failed"])[-1][:300]
@@ -467,14 +473,14 @@ MEASURE = {"run": measure_run, "cpu": measure_cpu, "files": measure_files, "http
 
 # --- the report -------------------------------------------------------------
 
-def values(e):
+def compared(e):
     """What the report compares: requests/s of http, the median round trip
     of pingpong, the time of the others."""
     if e.get("scenario") == "http":
-        return [x for x in e.get("rps", []) if x is not None], "req/s", False
+        return "rps", "req/s", False
     if e.get("scenario") == "pingpong":  # the median round trip of each run
-        return [x for x in e.get("p50_us", []) if x is not None], "µs", True
-    return e["times_s"], "s", True
+        return "p50_us", "µs", True
+    return "times_s", "s", True
 
 
 def cell_name(e):
@@ -580,10 +586,12 @@ def _ab(flavours):
 
 
 def _samples(es, flavour, placement, field, by_rep=False):
-    """A placement's field: its values, or (by_rep) a dict repetition -> value."""
+    """A placement's field: its values of the repetitions that succeeded,
+    or (by_rep) those by repetition (report.keyed)."""
     for e in es:
         if e["flavor"] == flavour and e["container"] == placement:
-            return keyed(e, field) if by_rep else [x for x in e.get(field, []) if x is not None]
+            v = keyed(e, field)
+            return v if by_rep else [v[r] for r in sorted(v)]
     return {} if by_rep else []
 
 

@@ -9,7 +9,9 @@ Every measured pull is checked cold: the registry's side of the link must
 have sent at least the image's bytes during it (served_bytes, recorded per
 sample), else the sample fails. Before each pull the image and its content
 are removed, kept-alive connections to the registry aborted, and the
-kernel's TCP metrics cache flushed in both namespaces.
+kernel's TCP metrics cache flushed in both namespaces. A pull (its
+preparation included) still running after the suite's sample_timeout is
+ended and fails its repetition ("timeout after N s").
 
 A [[profile]] with a [profile.second] table has two registries: the same
 images, of other random bytes, come from a second registry (the registry at
@@ -41,7 +43,7 @@ from dataclasses import dataclass, field
 from .. import hosts, stats, suite, systems, units
 from .. import timeline as ab_timeline
 from ..measure import Progress, hyperfine, interleave
-from ..report import PEERS, comparisons, fmt_ratio, fmt_v, label
+from ..report import PEERS, comparisons, fmt_ratio, fmt_v, keyed, label
 from ..results import Cell
 
 # dockerd's default max-concurrent-downloads (ab.systems.dockerd)
@@ -343,7 +345,10 @@ def timed_pull(r, d, img, ref, ref2=None):
     cold += f" && {hosts.flush_tcp_metrics_cmd(d.host)}"
     links = [False, True] if ref2 else [False]
     before = [hosts.served_bytes(d.host, second=x) for x in links]
-    t, err = hyperfine(r.tmp, d.env, system.pull_command(d, refs), prepare=cold, failed="hyperfine failed")
+    # a pull that hangs (a stalled registry connection) is ended at the
+    # suite's sample_timeout and fails its repetition
+    t, err = hyperfine(r.tmp, d.env, system.pull_command(d, refs), prepare=cold, failed="hyperfine failed",
+                       timeout=r.s.sample_timeout)
     sent = [hosts.served_bytes(d.host, second=x) - b for x, b in zip(links, before)]
     for x, n in zip(links, sent):
         if t is not None and n < COLD_FRACTION * img.total:
@@ -492,10 +497,8 @@ def coldness_table(doc):
     for e in rows:
         # two registries: the image from each
         total = images[e["image"]]["bytes"] * (2 if (profiles.get(e.get("profile")) or {}).get("second") else 1)
-        # served_bytes has one value per measured pull in repetition order;
         # those of failed pulls are left out, as their times are
-        sent = e["served_bytes"]
-        sv = sorted(sent[r] for r in e.get("reps", range(len(sent))) if r < len(sent) and sent[r] is not None)
+        sv = sorted(keyed(e, "served_bytes").values())
         if not sv:
             continue
         med = sv[len(sv) // 2]

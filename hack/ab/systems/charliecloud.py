@@ -426,19 +426,19 @@ def shell(c, image, name):
     yield " ".join(["nsenter", f"--net={c.netns()}"] + [shlex.quote(a) for a in c.ch_run(image)])
 
 
-def pingpong(c, name, image, net, server, client, cpus, log):
+def pingpong(c, name, image, net, server, client, cpus, log, timeout=600):
     """server (argv) in a container of image, then client(address) in
     another, both ch-run in the host's namespace (net: host, the only
     placement it has), pinned to cpus (server's, client's; None: not
-    pinned): the client's completed process. The server is stopped (by its
-    PID) before it returns."""
+    pinned), the client ended after timeout seconds: its completed
+    process. The server is stopped (by its PID) before it returns."""
     if net not in NETWORKS:
         raise hosts.HostError(f"charliecloud: no network placement {net!r} (it has {', '.join(NETWORKS)})")
     taskset = lambda cpu: ["taskset", "-c", cpu] if cpu is not None else []
     p = c.start([*taskset(cpus[0]), *c.ch_run(image), *server], log)
     try:
         out = hosts.sh("nsenter", f"--net={c.netns()}", *taskset(cpus[1]), *c.ch_run(image), *client("127.0.0.1"),
-                       env=c.env, check=False, timeout=600)
+                       env=c.env, check=False, timeout=timeout)
         if out.returncode != 0 and p.poll() is not None:
             with open(log, errors="replace") as f:
                 said = (f.read().strip().splitlines() or ["(nothing)"])[-1][:200]

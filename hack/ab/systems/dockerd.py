@@ -73,18 +73,19 @@ def logs(d, name, tail=None):
     return d.docker("logs", *(["--tail", str(tail)] if tail else []), name, check=False).stdout
 
 
-def checkpoint(d, name, cp, leave_running):
-    """docker checkpoint create: the call the kind times."""
-    return d.docker("checkpoint", "create", *(["--leave-running"] if leave_running else []), name, cp, check=False)
+def checkpoint(d, name, cp, leave_running, timeout):
+    """docker checkpoint create: the call the kind times (ended after timeout seconds)."""
+    return d.docker("checkpoint", "create", *(["--leave-running"] if leave_running else []), name, cp, check=False,
+                    timeout=timeout)
 
 
 def stop(d, name):
     d.docker("stop", "-t", "1", name, check=False)
 
 
-def restore(d, name, cp):
-    """docker start --checkpoint: the call the kind times."""
-    return d.docker("start", "--checkpoint", cp, name, check=False)
+def restore(d, name, cp, timeout):
+    """docker start --checkpoint: the call the kind times (ended after timeout seconds)."""
+    return d.docker("start", "--checkpoint", cp, name, check=False, timeout=timeout)
 
 
 def remove(d, names):
@@ -110,19 +111,20 @@ def ip_of(d, name):
                     name).stdout.strip()
 
 
-def pingpong(d, name, image, net, server, client, cpus, log=None):
+def pingpong(d, name, image, net, server, client, cpus, log=None, timeout=600):
     """server (argv) in container name of image on network net (bridge or
     host), then client(the server's address) in another, pinned to cpus
-    (server's, client's; None: not pinned): the client's completed process
-    (or the server's failed start). Container name is removed before it
-    returns."""
+    (server's, client's; None: not pinned), ended after timeout seconds:
+    the client's completed process (or the server's failed start).
+    Container name is removed before it returns."""
     net_args = ["--network", "host"] if net == "host" else []
     cpuset = lambda cpu: ["--cpuset-cpus", cpu] if cpu is not None else []
     try:
         p = d.docker("run", "-d", "--name", name, *net_args, *cpuset(cpus[0]), image, *server, check=False)
         if p.returncode == 0:
             ip = ip_of(d, name) if net == "bridge" else "127.0.0.1"
-            p = d.docker("run", "--rm", *net_args, *cpuset(cpus[1]), image, *client(ip), check=False)
+            p = d.docker("run", "--rm", *net_args, *cpuset(cpus[1]), image, *client(ip), check=False,
+                         timeout=timeout)
         return p
     finally:
         d.docker("rm", "-f", name, check=False)

@@ -201,21 +201,22 @@ def logs(p, name, tail=None):
     return p.podman("logs", *(["--tail", str(tail)] if tail else []), name, check=False).stdout
 
 
-def checkpoint(p, name, cp, leave_running):
-    """podman container checkpoint (CRIU through the project's runc): the
-    checkpoint is kept with the container (podman has no named
-    checkpoints; cp is not used)."""
-    return p.podman("container", "checkpoint", *(["--leave-running"] if leave_running else []), name, check=False)
+def checkpoint(p, name, cp, leave_running, timeout):
+    """podman container checkpoint (CRIU through the project's runc),
+    ended after timeout seconds: the checkpoint is kept with the container
+    (podman has no named checkpoints; cp is not used)."""
+    return p.podman("container", "checkpoint", *(["--leave-running"] if leave_running else []), name, check=False,
+                    timeout=timeout)
 
 
 def stop(p, name):
     p.podman("stop", "-t", "1", name, check=False)
 
 
-def restore(p, name, cp):
+def restore(p, name, cp, timeout):
     """podman container restore, from the checkpoint kept with the
-    container."""
-    return p.podman("container", "restore", name, check=False)
+    container, ended after timeout seconds."""
+    return p.podman("container", "restore", name, check=False, timeout=timeout)
 
 
 def remove(p, names):

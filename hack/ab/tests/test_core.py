@@ -1,10 +1,17 @@
 """What every kind measures with and computes: statistics, the order of
 the measurements, the JSON line of a measuring program."""
+import json
 import math
 import os
+import shutil
+import subprocess
+import tempfile
+import time
+import types
 import unittest
+from unittest import mock
 
-from ab import measure, report, stats
+from ab import hosts, measure, report, results, stats
 
 
 class StatsTest(unittest.TestCase):
@@ -196,6 +203,171 @@ class StatsTest(unittest.TestCase):
                     self.assertEqual(stats.verdict(c, r["lower_is_better"], c["p_adj"]), "n.s.", (d, r["cell"]))
                     self.assertIsNone(stats.check(c, r["lower_is_better"], c["p_adj"], c["p_sign_adj"]), (d, r["cell"]))
         self.assertGreaterEqual(cells, 6)
+
+
+def recorder(test, kind="overhead", repetitions=4):
+    """A Results for a pretend suite, in a directory the test removes."""
+    out = tempfile.mkdtemp()
+    test.addCleanup(shutil.rmtree, out, True)
+    s = types.SimpleNamespace(name="t", kind=kind, path=os.path.join(out, "t.toml"), description="",
+                              repetitions=repetitions, seed={})
+    with mock.patch.object(results, "provenance", lambda path: {}):
+        return results.Results(s, out)
+
+
+class RepetitionTest(unittest.TestCase):
+    """Every value carries its repetition: a failed sample or a None among
+    a field's values shifts nothing, and a list that cannot be matched to
+    repetitions is an error naming the cell and the field, never paired by
+    position."""
+
+    def test_a_none_shifts_nothing(self):
+        res = recorder(self)
+        cell = results.Cell("stock", scenario="pingpong", container="bridge")
+        res.add(cell, 1.0, None, p50_us=10.0)
+        res.add(cell, 1.1, None, p50_us=None)  # ran, printed no median
+        res.add(cell, None, "pingpong failed", p50_us=None)
+        res.add(cell, 1.3, None, p50_us=13.0)
+        e = res.doc["results"][0]
+        self.assertEqual((e["reps"], e["failed"], e["failed_reps"]), ([0, 1, 3], 1, [2]))
+        got = report.keyed(e, "p50_us")
+        self.assertEqual(dict(got), {0: 10.0, 3: 13.0})
+        self.assertEqual(got.failed, {1, 2})
+        self.assertEqual(dict(report.keyed(e)), {0: 1.0, 1: 1.1, 3: 1.3})
+        self.assertEqual(report.keyed(e).failed, {2})
+        # the kind's compared value (pingpong: the median round trip) is read the same way
+        self.assertEqual(dict(report.by_rep(e, "overhead")), {0: 10.0, 3: 13.0})
+        self.assertEqual(report.values(e, "overhead")[0], [10.0, 13.0])
+        # and it survives the file
+        with open(res.path) as f:
+            self.assertEqual(dict(report.keyed(json.load(f)["results"][0], "p50_us")), {0: 10.0, 3: 13.0})
+
+    def test_warm_ups_are_not_repetitions(self):
+        res = recorder(self, kind="pull")
+        cell = results.Cell("stock", profile="far", image="small")
+        res.add(cell, None, None, rep=None, warmup_s=2.0, served_bytes=5)
+        res.add(cell, 3.0, None, rep=0, served_bytes=7)
+        res.add(cell, 3.1, None, rep=1, served_bytes=8)
+        e = res.doc["results"][0]
+        self.assertEqual(dict(report.keyed(e, "served_bytes")), {0: 7, 1: 8})
+        self.assertEqual(dict(report.keyed(e, "warmup_s")), {})
+
+    def test_a_list_that_does_not_match_is_an_error(self):
+        # per attempt, a failed one among them, and no record of whose each value is
+        e = {"flavor": "patched", "profile": None, "image": "ab/pingpong", "scenario": "pingpong",
+             "container": "bridge", "params": {}, "times_s": [1.0, 1.0, 1.0], "reps": [0, 1, 3], "failed": 1,
+             "failed_reps": [2], "errors": ["x"], "p50_us": [10.0, 11.0, 12.0, 13.0]}
+        with self.assertRaisesRegex(report.Unpairable, r"patched ab/pingpong pingpong bridge \(defaults\): p50_us: "):
+            report.keyed(e, "p50_us")
+        doc = {"kind": "overhead", "results": [e, dict(e, flavor="stock", failed=0, failed_reps=[],
+                                                        times_s=[1.0] * 4, reps=[0, 1, 2, 3])]}
+        with self.assertRaisesRegex(report.Unpairable, r"p50_us"):
+            report.comparisons(doc)
+
+    def test_results_from_before(self):
+        """A results.json from before the repetitions of every list were
+        recorded: a list as long as reps is theirs; times without reps are
+        in repetition order when none failed; anything else is an error."""
+        e = {"flavor": "stock", "times_s": [1.0, 2.0, 3.0], "reps": [0, 2, 3], "failed": 1, "failed_reps": [1],
+             "rps": [10.0, 20.0, 30.0]}
+        self.assertEqual(dict(report.keyed(e, "rps")), {0: 10.0, 2: 20.0, 3: 30.0})
+        self.assertEqual(dict(report.keyed({"times_s": [1.0, 2.0], "errors": []})), {0: 1.0, 1: 2.0})
+        with self.assertRaisesRegex(report.Unpairable, "times_s"):
+            report.keyed({"flavor": "stock", "times_s": [1.0, 2.0], "failed": 1, "errors": ["x"]})
+        # failures without their repetitions: which pairs they leave is not known
+        with self.assertRaisesRegex(report.Unpairable, "failed"):
+            report.keyed({"flavor": "stock", "times_s": [1.0, 2.0], "reps": [0, 2], "failed": 1})
+
+
+class FailureVerdictTest(unittest.TestCase):
+    """A repetition that failed on one side counts: the comparison says
+    how many and gives no verdict."""
+
+    def doc(self):
+        # patched is as fast as stock, but fails its three slowest runs (6-8)
+        stock = [2.0, 2.1, 1.9, 2.05, 1.95, 2.0, 2.0, 2.1, 1.9]
+        patched = [1.6, 1.68, 1.52, 1.64, 1.56, 1.6]
+        base = {"profile": "far", "image": "small", "scenario": None, "container": None, "errors": []}
+        return {"suite": "t", "kind": "pull", "repetitions": 9, "started": "x", "finished": "y",
+                "machine": {"cpu": "c", "cpus": 2, "memory_gib": 1, "kernel": "k"},
+                "daemons": {"stock": {"version": "a"}, "patched": {"version": "b"}}, "seed": {}, "results": [
+                    dict(base, flavor="stock", params={}, times_s=stock, reps=list(range(9)), failed=0,
+                         failed_reps=[]),
+                    dict(base, flavor="patched", params={}, times_s=patched, reps=list(range(6)), failed=3,
+                         failed_reps=[6, 7, 8], errors=["timeout after 600 s"] * 3)]}
+
+    def test_failures_on_slow_runs_do_not_look_faster(self):
+        [row] = report.comparisons(self.doc())
+        r = row["vs_default"]
+        self.assertEqual((r["n"], r["failed"]), (6, 3))
+        self.assertEqual(stats.verdict(r, True, r["p_adj"]), "inconclusive (3 failed)")
+        self.assertIsNone(stats.check(r, True, r["p_adj"], r["p_sign_adj"]))
+        table = report.summary_table(self.doc())
+        self.assertIn("n=6: inconclusive (3 failed)", table)
+        self.assertNotIn("better", table)
+        self.assertIn("| 3 patched, 0 stock |", table)
+
+    def test_paired_counts_each_side(self):
+        a = stats.Reps({0: 1.0, 1: 1.0, 3: 1.0}, failed={2})
+        b = stats.Reps({0: 2.0, 2: 2.0, 3: 2.0}, failed={1})
+        r = stats.paired(a, b)
+        self.assertEqual((r["n"], r["failed"]), (2, 2))
+        self.assertEqual(stats.verdict(r, True), "inconclusive (2 failed)")
+        # a side that failed every repetition: no ratio, the failures said
+        r = stats.paired(stats.Reps({}, failed={0, 1}), {0: 1.0, 1: 1.0})
+        self.assertEqual((r["n"], r["failed"], r["ratio"]), (0, 2, None))
+        self.assertEqual(report.fmt_ratio(r, True), "n=0: inconclusive (2 failed)")
+        # none failed: as before
+        self.assertEqual(stats.paired([1.0] * 6, [2.0] * 6)["failed"], 0)
+
+    def test_a_side_that_failed_every_time_is_shown(self):
+        # the sections' ratios (report.versus): a side with no value left is
+        # its failures, not an empty cell
+        self.assertEqual(report.versus(stats.Reps({}, failed={0, 1, 2}), {0: 1.0, 1: 1.0, 2: 1.0}, True),
+                         "n=0: inconclusive (3 failed)")
+        self.assertEqual(report.versus({}, {0: 1.0}, True), "-")
+
+    def test_the_statistics_paragraph_says_so(self):
+        self.assertIn("inconclusive (k failed)", report.STATISTICS)
+
+
+class ShTimeoutTest(unittest.TestCase):
+    """A command past its timeout is ended with what it started and
+    answers as a failure; TimeoutExpired never reaches the caller."""
+
+    def test_timeout(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d, True)
+        pidfile = os.path.join(d, "pid")
+        t0 = time.monotonic()
+        p = hosts.sh("sh", "-c", f"sleep 30 & echo $! >{pidfile}; wait", check=False, timeout=0.5)
+        self.assertLess(time.monotonic() - t0, 10)
+        self.assertEqual(p.returncode, hosts.TIMED_OUT)
+        self.assertEqual(p.stderr.strip().splitlines()[-1], "timeout after 0.5 s")
+        with open(pidfile) as f:
+            pid = int(f.read())
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and alive(pid):
+            time.sleep(0.05)
+        self.assertFalse(alive(pid), "the command's child outlived it")
+        with self.assertRaisesRegex(hosts.HostError, "timeout after 0.5 s"):
+            hosts.sh("sleep", "30", timeout=0.5)
+        self.assertEqual(hosts.sh("true", timeout=5).returncode, 0)
+
+    def test_hyperfine_failure_is_the_timeout(self):
+        done = subprocess.CompletedProcess([], hosts.TIMED_OUT, "", "timeout after 45 s\n")
+        with mock.patch.object(hosts, "sh", lambda *a, **kw: done):
+            self.assertEqual(measure.hyperfine("/nonexistent", {}, "docker pull x", timeout=45),
+                             (None, "timeout after 45 s"))
+
+
+def alive(pid):
+    """Whether pid runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 class InterleaveTest(unittest.TestCase):

@@ -50,6 +50,19 @@ class IocostGuestTest(unittest.TestCase):
         self.assertIn("better", readme)
         self.assertTrue(os.path.getsize(os.path.join(self.d, "iocost.png")) > 0)
 
+    def test_a_run_without_commits_counts(self):
+        """A run in which the neighbour completed no commit during the
+        checkpoint (stalled throughout) has no p99: it is a failure of its
+        repetition, not a pair left out."""
+        self.fill()
+        write_run(self.d, "iocost", 7, 2 * 10**18, 3.5, [])
+        write_run(self.d, "alone", 7, 2 * 10**18 + 10**11, 4, [1.0] * 100)
+        rows = {r["variant"]: r for r in iocost_guest.summarize(self.d)["variants"]}
+        r = rows["iocost"]["p99_vs_alone"]
+        self.assertEqual((r["n"], r["failed"]), (6, 1))
+        from ab import stats
+        self.assertEqual(stats.verdict(r, True), "inconclusive (1 failed)")
+
     def test_gzipped_commits(self):
         self.fill()
         want = iocost_guest.summarize(self.d)

@@ -125,7 +125,8 @@ class NeighbourReportTest(unittest.TestCase):
         e = entry("patched", {"checkpoint-write-bandwidth": "16MiB"}, [0.4, 0.6, 0.4, None, 0.4, 0.4],
                   [20.0, 22.0, 21.0, 19.0, 30.0], p50=[0.2, 0.1, 0.1, None, 0.1, 0.1],
                   longest=[10.0, 40.0, 2.0, None, 4.0, 2.0])
-        e["reps"], e["failed"], e["errors"] = [0, 1, 2, 4, 5], 1, ["checkpoint failed"]
+        e["reps"], e["failed"], e["failed_reps"], e["errors"] = [0, 1, 2, 4, 5], 1, [3], ["checkpoint failed"]
+        e["reps_of"] = {k: list(range(6)) for k, v in e.items() if isinstance(v, list) and len(v) == 6}
         idle, stock = idle_entry(), entry("stock", {}, [1.0] * 6, [12.0] * 6)
         rows = neighbour.table_rows(results(stock, e, idle))
         self.assertEqual([r["name"] for r in rows], ["neighbour alone", "stock: 64MiB holder",
@@ -143,11 +144,14 @@ class NeighbourReportTest(unittest.TestCase):
         self.assertAlmostEqual(vs["p50_ms"]["ratio"], 2 ** (1 / 5), places=12)
         # longest: 10/1, 40/2, 2/1, 4/1 (rep 4), 2/2 (rep 5)
         self.assertAlmostEqual(vs["max_ms"]["ratio"], (10 * 20 * 2 * 4 * 1) ** (1 / 5), places=12)
-        # the ratios the table shows are those (5 pairs: no interval)
+        # the ratios the table shows are those, and the failed repetition
+        # makes each inconclusive (5 pairs: no interval)
+        self.assertEqual([vs[k]["failed"] for k in ("p50_ms", "p99_ms", "max_ms")], [1, 1, 1])
         md = neighbour.sections(results(stock, e, idle))[0]
         self.assertIn(f"| patched: 64MiB holder, checkpoint-write-bandwidth=16MiB | 5 | 1 | 21.000 | 0.10 | "
-                      f"{2 ** 0.2:.2f}, too few samples (n=5) | 0.40 | {48 ** 0.2:.2f}, too few samples (n=5) | "
-                      f"4.0 (40.0) | {1600 ** 0.2:.2f}, too few samples (n=5) | 0.30 | 5000 | 300 |", md)
+                      f"{2 ** 0.2:.2f} n=5: inconclusive (1 failed) | 0.40 | "
+                      f"{48 ** 0.2:.2f} n=5: inconclusive (1 failed) | "
+                      f"4.0 (40.0) | {1600 ** 0.2:.2f} n=5: inconclusive (1 failed) | 0.30 | 5000 | 300 |", md)
         # without the neighbour alone, no ratios
         self.assertIsNone(neighbour.table_rows(results(stock, e))[1]["vs_alone"])
 
@@ -396,6 +400,65 @@ class NeighbourRunTest(unittest.TestCase):
         self.assertEqual(r.results.doc["neighbour"], {"workload": "reads", "read_file_bytes": 4 << 20})
         self.assertEqual([(f, x["p99_ms"] is not None, x["reads_per_s"] > 0) for f, _, x in added],
                          [("idle", True, True)])
+
+
+class NeighbourFailedCheckpointTest(unittest.TestCase):
+    """A checkpoint that failed leaves the neighbour undisturbed: its
+    repetition is a failure, not a quiet neighbour."""
+
+    def test_failed_checkpoints_are_failures(self):
+        from ab import results, stats
+        s = load(GOOD.replace("repetitions = 2", "repetitions = 8").replace(
+            'daemon = { "checkpoint-write-bandwidth" = ["0", "auto"] }', "daemon = {}"))
+        var, tmp = tempfile.mkdtemp(), tempfile.mkdtemp()
+        self.addCleanup(subprocess.run, ["rm", "-rf", var, tmp])
+        calls = {}
+
+        def docker(f):
+            def run(*args, check=True, timeout=None):
+                # the patched daemon fails 6 of its 8 checkpoints
+                n = calls[f] = calls.get(f, 0) + 1
+                if f == "patched" and n <= 6:
+                    return subprocess.CompletedProcess(args, 1, "", "criu failed: type NOTIFY errno 0\n")
+                return subprocess.CompletedProcess(args, 0, "", "")
+            return run
+
+        def neighbour_run(work, out, seconds=None, during=None, commit=4096, workload="commits"):
+            res, c0, c1 = None, None, None
+            if during is not None:
+                c0 = time.time() - 5
+                res = during[1]()
+                c1 = c0 + 1
+            # quiet beside nothing or a failed checkpoint, slow beside one that ran
+            busy = res is not None and res[0] is not None
+            op = {"n": 1000, "p50_ms": 0.1, "p99_ms": 2.0 if busy else 0.2, "max_ms": 9.0}
+            return {"runtime_s": 3.0, "commit": op, "read": {"p99_ms": 0.3}}, res, c0, c1
+
+        with mock.patch.object(results, "provenance", lambda path: {}):
+            res = results.Results(s, tmp)
+        r = types.SimpleNamespace(s=s, results=res, tmp=tmp, daemons={
+            f: types.SimpleNamespace(flavour=f, apply=lambda p: None, docker=docker(f)) for f in s.flavours})
+        with mock.patch.object(hosts, "AB_VAR", var), mock.patch.object(hosts, "sh", lambda *a, **kw: None), \
+                mock.patch.object(neighbour, "diskstats", lambda: types.SimpleNamespace(disk=lambda path: "vda")), \
+                mock.patch.object(neighbour, "Sampler", lambda dev, path: types.SimpleNamespace(stop=lambda: [])), \
+                mock.patch.object(neighbour, "neighbour_run", neighbour_run), \
+                mock.patch.object(neighbour, "start_container", lambda d, c, name: None), \
+                mock.patch.object(neighbour, "cleanup", lambda d, names: None), \
+                mock.patch.object(neighbour, "Progress", lambda n: types.SimpleNamespace(step=lambda w: None)):
+            neighbour.run(r)
+        doc = res.doc
+        pat = next(e for e in doc["results"] if e["flavor"] == "patched")
+        self.assertEqual((pat["failed"], pat["reps"]), (6, [6, 7]))
+        self.assertEqual(sorted(pat["failed_reps"]), [0, 1, 2, 3, 4, 5])
+        # no neighbour values stand for the failed repetitions
+        self.assertEqual(report.values(pat, "neighbour")[0], [2.0, 2.0])
+        self.assertEqual([r["p99_ms"] for r in neighbour.table_rows(doc) if r["entry"] is pat], [2.0])
+        [row] = report.comparisons(doc)
+        v = row["vs_default"]
+        self.assertEqual((v["n"], v["failed"]), (2, 6))
+        self.assertEqual(stats.verdict(v, True), "inconclusive (6 failed)")
+        self.assertIn("inconclusive (6 failed)", report.summary_table(doc))
+        self.assertNotIn("better", report.summary_table(doc))
 
 
 class NeighbourSeriesTest(unittest.TestCase):

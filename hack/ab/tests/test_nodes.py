@@ -82,6 +82,17 @@ class NodesTest(unittest.TestCase):
         [r] = self.rows(a, b)
         self.assertIn("too few samples", nodes.pooled_verdict(r))
 
+    def test_failures_on_a_node_leave_it_inconclusive(self):
+        """Node b's patched daemon failed its two slowest repetitions: the
+        pairs left agree with a's, but the pooled row gives no verdict."""
+        a = doc("a", [0.5, 0.52, 0.48, 0.51, 0.49, 0.5, 0.5, 0.5])
+        b = doc("b", [0.6, 0.62, 0.58, 0.61, 0.59, 0.6, 0.6, 0.6])
+        pat = b["results"][1]
+        pat["times_s"], pat["reps"], pat["failed"], pat["failed_reps"] = pat["times_s"][:6], list(range(6)), 2, [6, 7]
+        [r] = self.rows(a, b)
+        self.assertEqual(r["nodes"]["b"]["failed"], 2)
+        self.assertEqual(nodes.pooled_verdict(r), "inconclusive (2 failed)")
+
     def test_cli(self):
         from ab import __main__ as cli
         d1 = self.write("n1", doc("host-1", [0.5, 0.52, 0.48, 0.51, 0.49, 0.5]))

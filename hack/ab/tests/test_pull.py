@@ -174,6 +174,52 @@ class FirstContactTest(unittest.TestCase):
                 self.assertIn('"limit": 7', f.read())
 
 
+class PullTimeoutTest(unittest.TestCase):
+    """A pull that hangs is ended at the suite's sample_timeout and is a
+    failed sample of its repetition; the run goes on."""
+
+    # the patched daemon's fifth pull of image two: its learned arm's in repetition 1
+    HANG = ("hang", "patched", "docker pull -q 10.199.0.1:5000/ab-pull/two:v1", 4)
+
+    def run_suite(self, text):
+        """Run text on the pretend machine, the pull HANG hanging: its results."""
+        import os
+        import shutil
+        import tempfile
+        from ab import runner
+        from ab.tests import fakehosts
+        out = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, out, True)
+        with fakehosts.pretend({self.HANG}):
+            self.assertTrue(runner.Runner(load(text), out).run())
+        return report.load(out)
+
+    def golden(self):
+        import os
+        from ab.tests.test_golden import GOLDEN
+        with open(os.path.join(GOLDEN, "pull.toml")) as f:
+            return f.read()
+
+    def test_default_timeout(self):
+        doc = self.run_suite(self.golden())
+        e = next(e for e in doc["results"] if e["flavor"] == "patched" and e["image"] == "two" and not e.get("arm"))
+        self.assertEqual((e["reps"], e["failed_reps"], e["errors"]), ([0], [1], ["timeout after 600 s"]))
+        # every other sample was measured
+        self.assertEqual(sum(len(x["times_s"]) + x["failed"] for x in doc["results"]), 2 * 2 * 5)
+
+    def test_suite_timeout(self):
+        self.assertEqual(load(GOOD).sample_timeout, 600)
+        text = self.golden().replace("repetitions = 2", 'repetitions = 2\nsample_timeout = "45s"')
+        self.assertEqual(load(text).sample_timeout, 45)
+        doc = self.run_suite(text)
+        e = next(e for e in doc["results"] if e["flavor"] == "patched" and e["image"] == "two" and not e.get("arm"))
+        self.assertEqual(e["errors"], ["timeout after 45 s"])
+        from ab import suite
+        for bad, msg in (('"0s"', "sample_timeout: want at least 1s"), ("45", "sample_timeout: want a duration")):
+            with self.assertRaisesRegex(suite.SuiteError, msg):
+                load(GOOD.replace("repetitions = 2", f"repetitions = 2\nsample_timeout = {bad}"))
+
+
 if __name__ == "__main__":
     unittest.main()
 
