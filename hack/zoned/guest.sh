@@ -1,5 +1,6 @@
 # What the scripts that boot the zoned guest with the patched daemon share
-# (hack/zoned/test-zns.sh, hack/zoned/zns-trace-vm.sh, hack/zoned/zns-iocost-vm.sh);
+# (hack/zoned/test-zns.sh, hack/zoned/test-faults.sh, hack/zoned/zns-trace-vm.sh,
+# hack/zoned/zns-iocost-vm.sh);
 # sourced after hack/lib.sh.
 # It sets the traps for INT, TERM and HUP: a signal stops the guest (its
 # QEMU) before the script's EXIT trap removes the files.
@@ -15,6 +16,17 @@ need_series_build() {
 	have=$("$AB_ROOT/bin/dockerd-patched" --version)
 	[[ $have == *"+ab.$want,"* ]] ||
 		die "$1: bin/dockerd-patched ($have) is not built from patches/ (+ab.$want): run make build"
+}
+
+# test_geometry: the tests' emulated namespace, unless the environment says
+# otherwise: 16 zones of 8 MiB, 6 MiB of capacity each (below the zone size
+# on purpose), at most 4 open and 6 active, so that filling it takes seconds.
+test_geometry() {
+	export ZNS_VM_ZONE_SIZE=${ZNS_VM_ZONE_SIZE:-8M}
+	export ZNS_VM_ZONE_CAPACITY=${ZNS_VM_ZONE_CAPACITY:-6M}
+	export ZNS_VM_NS_SIZE=${ZNS_VM_NS_SIZE:-128M}
+	export ZNS_VM_MAX_OPEN=${ZNS_VM_MAX_OPEN:-4}
+	export ZNS_VM_MAX_ACTIVE=${ZNS_VM_MAX_ACTIVE:-6}
 }
 
 VM_PID=""

@@ -23,11 +23,7 @@ set -euo pipefail
 # shellcheck source=hack/zoned/guest.sh
 . "$AB_ROOT/hack/zoned/guest.sh"
 
-export ZNS_VM_ZONE_SIZE=${ZNS_VM_ZONE_SIZE:-8M}
-export ZNS_VM_ZONE_CAPACITY=${ZNS_VM_ZONE_CAPACITY:-6M}
-export ZNS_VM_NS_SIZE=${ZNS_VM_NS_SIZE:-128M}
-export ZNS_VM_MAX_OPEN=${ZNS_VM_MAX_OPEN:-4}
-export ZNS_VM_MAX_ACTIVE=${ZNS_VM_MAX_ACTIVE:-6}
+test_geometry
 export ZNS_VM_PLAIN_SIZE=${ZNS_VM_PLAIN_SIZE:-96M}
 
 all=(eio enospc powercut kills)
