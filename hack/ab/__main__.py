@@ -1,7 +1,8 @@
 """moby-ab harness.
 
   python3 -m ab run SUITE [--results DIR]   run a suite (a file, or a name in hyperfine-suites/)
-  python3 -m ab validate SUITE...           check suite files without running anything
+  python3 -m ab validate SUITE...           check suite files without running anything (and warn,
+                                            on stderr, of too few repetitions for a verdict)
   python3 -m ab report DIR                  rebuild report.md and plots from DIR/results.json
   python3 -m ab report --nodes DIR... --out OUT
                                             one report over several nodes' results of a suite
@@ -44,6 +45,17 @@ def expand(name):
     return [path]
 
 
+def warn(suites):
+    """Print the suites' warnings (suite.Suite.warnings) on stderr, each
+    suite's once however often (and by whatever path) it is named."""
+    seen = set()
+    for s in suites:
+        if os.path.realpath(s.path) not in seen:
+            seen.add(os.path.realpath(s.path))
+            for w in s.warnings:
+                print(f"warning: {w}", file=sys.stderr)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="ab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -63,10 +75,13 @@ def main(argv=None):
         p.error("report --nodes: give two or more nodes' directories and --out")
     try:
         if a.cmd == "validate":
+            loaded = []
             for name in a.suites:
                 for path in expand(name):
                     s = suite.load(path)
+                    loaded.append(s)
                     print(f"{path}: ok ({s.kind}, {s.repetitions} repetitions)")
+            warn(loaded)
             return 0
         if a.cmd == "report" and a.nodes:
             from . import nodes
@@ -83,6 +98,7 @@ def main(argv=None):
             return 0
         paths = expand(a.suite)
         suites = [suite.load(x) for x in paths]  # validate everything before starting
+        warn(suites)
         if any(s.needs_hosts for s in suites) and os.geteuid() != 0:
             raise suite.SuiteError("running a suite needs root (test hosts are network namespaces)")
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -1,8 +1,11 @@
-"""What every kind measures with: the order of the measurements (ABAB over
-the flavours, rotated per repetition), progress on stderr, one timed
-command under hyperfine, and the JSON line a measuring program prints."""
+"""What every kind measures with: the order of the measurements (the
+flavours in an order drawn per repetition, balanced over the repetitions,
+taking turns within one), progress on stderr, one timed command under
+hyperfine, and the JSON line a measuring program prints."""
+import datetime
 import json
 import os
+import random
 import sys
 import time
 
@@ -26,12 +29,86 @@ def fmt_t(s):
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
-def interleave(variants, rep):
-    """ABAB order over the flavours' variants, starting flavour alternating per rep."""
+def seed_of(started):
+    """The seed of a run's order when its suite gives none (order_seed):
+    its start time (results.json's started, UTC) in seconds since 1970."""
+    t = datetime.datetime.strptime(started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    return int(t.timestamp())
+
+
+def williams(n):
+    """A Williams square of n symbols: n orders of 0..n-1 in which each
+    symbol takes each position once and, for even n, follows each other
+    symbol once (for odd n, together with its mirror image)."""
+    first, lo, hi = [0], 1, n - 1
+    while len(first) < n:
+        first.append(lo)
+        lo += 1
+        if len(first) < n:
+            first.append(hi)
+            hi -= 1
+    return [[(x + i) % n for x in first] for i in range(n)]
+
+
+def orders(flavours, repetitions, seed):
+    """Each repetition's order of the flavours, drawn from seed (the same
+    seed and flavours give the same orders). Sorted or alternated orders
+    put a flavour at the same place every time (of three, the middle one
+    always in the middle), and whatever the place does (a cache the one
+    before warmed, a disk the one before left busy) would read as the
+    flavour's; drawn, balanced orders spread it over every flavour alike.
+
+    The repetitions go in blocks of as many as there are flavours; a
+    block is the rows of a Latin square in an order drawn per block, so
+    over every whole block each flavour runs once in each position. The
+    square is a Williams square with the flavours in places drawn once
+    (its mirror in every other block when their number is odd), so each
+    flavour also runs right after each other equally often. A last,
+    partial block takes rows of its square without repeating one: no
+    flavour is more than once more in a position than another."""
+    names = sorted(flavours)
+    n = len(names)
+    if n < 2:
+        return [list(names) for _ in range(repetitions)]
+    rng = random.Random(seed)
+    labels = rng.sample(names, n)
+    square = williams(n)
+    out, block = [], 0
+    while len(out) < repetitions:
+        rows = square if n % 2 == 0 or block % 2 == 0 else [row[::-1] for row in square]
+        out += [[labels[x] for x in row] for row in rng.sample(rows, n)]
+        block += 1
+    return out[:repetitions]
+
+
+def arrange(variants, order, rep, repetitions, seed):
+    """A repetition's variants (tuples, the flavour first) in the order
+    they run (interleave): the flavours taking turns in order (the
+    repetition's, from orders), and each flavour's own variants (a scan's
+    settings, the patched daemon's arms) in an order drawn for repetition
+    rep of repetitions as the flavours' is (orders, from seed and the
+    flavour), so that no setting always runs right before or after the
+    same one of another flavour."""
     by = {}
     for v in variants:
         by.setdefault(v[0], []).append(v)
-    names = sorted(by, reverse=(rep % 2 == 1))
+    mine = []
+    for f, vs in by.items():
+        turn = orders(range(len(vs)), repetitions, f"{seed}:{f}")[rep]
+        mine += [vs[i] for i in turn]
+    return interleave(mine, order)
+
+
+def interleave(variants, order):
+    """A repetition's variants (tuples, the flavour first) with the
+    flavours taking turns in order, one variant each (A1 B1 A2 B2 A3), each
+    flavour's variants in the order given."""
+    by = {}
+    for v in variants:
+        if v[0] not in order:
+            raise ValueError(f"flavour {v[0]} is not in the repetition's order {order}")
+        by.setdefault(v[0], []).append(v)
+    names = [f for f in order if f in by]
     out, i = [], 0
     while any(by.values()):
         f = names[i % len(names)]

@@ -6,6 +6,7 @@ stock per cell), every sample, the published numbers, a bar plot per unit.
 The kind's module (hack/ab/kinds/) names its cells and adds its sections
 and plots; a kind whose report is of another shape (zns) writes it all."""
 import json
+import math
 import os
 
 from . import kinds, stats, systems
@@ -152,10 +153,11 @@ def comparisons(doc):
     """Per cell (and per patched arm, see kinds/pull.py): patched against
     stock's default and (for scans) stock's best, paired by repetition; the
     p-values Holm-adjusted across them all (p_adj; and the sign-flip
-    checks' among themselves, p_sign_adj: stats.adjust).
-    Stock's best setting is chosen on the same samples, so its comparison's
-    p is multiplied by the number of settings scanned (Bonferroni: any of
-    them could have been the best) and its interval is at 1 - 0.05/settings."""
+    checks' among themselves, p_sign_adj), each interval at the level Holm
+    tested it at (stats.adjust). Stock's best setting is chosen on the
+    same samples, so its comparison's p is multiplied by the number of
+    settings scanned (Bonferroni: any of them could have been the best)
+    and its interval's 0.05 divided by it, before Holm."""
     kind = doc["kind"]
     samples = lambda e: values(e, kind)[0]
     cells = {}
@@ -172,7 +174,7 @@ def comparisons(doc):
             pv, unit, lower = values(p, kind)
             pr = by_rep(p, kind)
             row = {"cell": cell_name(p, kind), "key": key, "arm": p.get("arm"), "unit": unit, "lower_is_better": lower,
-                   "patched": stats.summary(pv), "vs_default": None, "vs_best": None,
+                   "entry": p, "patched": stats.summary(pv), "vs_default": None, "vs_best": None,
                    "failed": {"patched": failed(p), "stock": sum(failed(e) for e in sto)}}
             if sto:  # a suite of patched and peers only has no stock row
                 d = ([e for e in sto if systems.get("dockerd").is_default(e["params"])] or sto)[0]
@@ -199,8 +201,8 @@ def peers(pr, entries, kind):
     """Patched (pr: its samples by repetition) against each peer of the
     cell (a flavour of another system, ab.systems), at the peer's best
     setting: chosen after the fact on the same samples, like stock's best,
-    so its p is multiplied by the number of settings (and its interval is
-    at 1 - 0.05/settings). {peer: {"best": its summary and params,
+    so its p is multiplied by the number of settings (and its interval's
+    0.05 divided by it). {peer: {"best": its summary and params,
     "settings": how many, "vs_best": the paired comparison}}."""
     by = {}
     for e in entries:
@@ -221,7 +223,8 @@ def peers(pr, entries, kind):
 
 def fmt_ratio(r, lower):
     """A paired comparison: ratio, interval, p (Holm-adjusted when it has
-    been, else marked uncorrected); when adjusted, the verdict and the
+    been, the interval then at Holm's level, stats.adjust; else the 95%
+    interval and p marked uncorrected); when adjusted, the verdict and the
     sign-flip check's p, and where the check disagrees (stats.check), in
     bold. With failed repetitions: what the pairs give, n, and
     "inconclusive (k failed)" (stats.verdict), adjusted or not."""
@@ -232,7 +235,7 @@ def fmt_ratio(r, lower):
         if r["ratio"] is not None:
             shown.append(f"{r['ratio']:.2f}")
         if r["lo"] is not None:
-            shown.append(f"[{r['lo']:.2f}, {r['hi']:.2f}]")
+            shown.append(interval(r))
         if "p_adj" in r:
             shown.append(f"p={r['p_adj']:.2g}")
         elif r["p"] is not None and not r["too_few"]:
@@ -240,12 +243,25 @@ def fmt_ratio(r, lower):
         return " ".join(shown + [f"n={r['n']}: {stats.verdict(r, lower)}"])
     if r["too_few"] or r["p"] is None:
         return f"{r['ratio']:.2f}, too few samples (n={r['n']})"
-    ci = f"[{r['lo']:.2f}, {r['hi']:.2f}]" if r["lo"] is not None else "[no interval]"
+    ci = interval(r) if r["lo"] is not None else "[no interval]"
     if "p_adj" in r:
         out = f"{r['ratio']:.2f} {ci} p={r['p_adj']:.2g} {stats.verdict(r, lower, r['p_adj'])}"
         note = stats.check(r, lower, r["p_adj"], r.get("p_sign_adj"))
         return out + (f"; **{note}**" if note else f"; sign-flip p={r['p_sign']:.2g}")
     return f"{r['ratio']:.2f} {ci} p={r['p']:.2g} uncorrected"
+
+
+def interval(r):
+    """[lo, hi] of a comparison, each to two decimals unless that would
+    round a bound that is not 1 to 1.00: which side of 1 it lies on is
+    what the interval says (an adjusted one excludes 1 exactly when the
+    verdict is better or worse)."""
+    def bound(x):
+        d = 2
+        while f"{x:.{d}f}" == f"{1:.{d}f}" and x != 1 and d < 6:
+            d += 1
+        return f"{x:.{d}f}"
+    return f"[{bound(r['lo'])}, {bound(r['hi'])}]"
 
 
 def fmt_v(x, unit):
@@ -279,8 +295,8 @@ def summary_table(doc):
     rows = comparisons(doc)
     lines = []
     if any("stock_default" in r for r in rows):
-        lines = ["| cell | n | failed | stock default | patched | patched/stock default [95% CI] p | stock best | "
-                 "patched/best [CI] p |",
+        lines = ["| cell | n | failed | stock default | patched | patched/stock default [Holm CI] p | stock best | "
+                 "patched/best [Holm CI] p |",
                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         if "stock_default" not in r:
@@ -298,9 +314,9 @@ def summary_table(doc):
     peer_rows = [(r, f, pe) for r in rows for f, pe in r.get("peers", {}).items()]
     if peer_rows:
         first = "" if lines else "No stock in this suite."
-        lines += [first, "Against the peers (other systems measured in the same cells, in the same ABAB rounds), "
+        lines += [first, "Against the peers (other systems measured in the same cells, in the same rounds), "
                   "each at its best setting:", "",
-                  "| cell | peer | n | failed | peer best | patched | patched/peer best [CI] p |",
+                  "| cell | peer | n | failed | peer best | patched | patched/peer best [Holm CI] p |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
         for r, f, pe in peer_rows:
             u, b = r["unit"], pe["best"]
@@ -308,26 +324,91 @@ def summary_table(doc):
                 r["cell"], f, (pe["vs_best"] or {}).get("n", 0), f"{r['failed']['patched']} patched, "
                 f"{pe['failed']} {f}", fmt_v(b["median"], u), u, b["params"], pe["settings"],
                 fmt_v((r["patched"] or {}).get("median"), u), u, fmt_ratio(pe["vs_best"], r["lower_is_better"])))
+    effects = order_effects(doc, rows)
+    if effects:
+        lines += ["", "Order, a diagnostic and not a verdict: per comparison, the mean log-ratio of the pairs in which "
+                  "patched ran first in its repetition and of those in which it ran second. The order is drawn and "
+                  "balanced, so an order effect cancels out of the ratios above, but it widens their intervals; a "
+                  "difference here says by how much.", ""]
+        for g in effects:
+            lines.append(f"- {g['label']} ({g['unit']}): patched ran first: {_mean_log(g['first'])}; "
+                         f"ran second: {_mean_log(g['second'])}")
     return "\n".join(lines)
+
+
+def _mean_log(xs):
+    if not xs:
+        return "no pairs"
+    m = sum(xs) / len(xs)
+    return f"mean log-ratio {m:.3f} ({math.exp(m):.2f}x), n={len(xs)}"
+
+
+def order_pairs(a, b, kind):
+    """The log-ratios a/b of the repetitions whose samples both succeeded,
+    split by which ran first in its repetition: (a first, b first); None
+    when either has no positions (results from before they were
+    recorded)."""
+    pa, pb = keyed(a, "position"), keyed(b, "position")
+    if not pa or not pb:
+        return None
+    va, vb = by_rep(a, kind), by_rep(b, kind)
+    first, second = [], []
+    for rep in sorted(set(va) & set(vb) & set(pa) & set(pb)):
+        if va[rep] > 0 and vb[rep] > 0 and pa[rep] != pb[rep]:
+            (first if pa[rep] < pb[rep] else second).append(math.log(va[rep] / vb[rep]))
+    return first, second
+
+
+def order_effects(doc, rows=None):
+    """Per comparison group (patched against stock's default, stock's best,
+    each peer's best; per arm and unit), over its cells: the log-ratios of
+    the pairs in which patched ran first and of those in which it ran
+    second, [{"label", "unit", "first", "second"}]. A diagnostic of order
+    effects: nothing is tested. Empty for results without positions."""
+    kind = doc["kind"]
+    groups = {}
+    for r in comparisons(doc) if rows is None else rows:
+        arm = " (patched: first contact)" if r.get("arm") == "fresh" else ""
+        against = []
+        if r.get("vs_default"):
+            against.append(("patched/stock default", r["stock_default"]["entry"]))
+        if r.get("vs_best"):
+            against.append(("patched/stock best", r["stock_best"]["entry"]))
+        against += [(f"patched/{f} best", pe["best"]["entry"]) for f, pe in r.get("peers", {}).items()
+                    if pe.get("vs_best")]
+        for name, other in against:
+            split = order_pairs(r["entry"], other, kind)
+            if split is None:
+                continue
+            g = groups.setdefault((name + arm, r["unit"]), {"label": name + arm, "unit": r["unit"],
+                                                           "first": [], "second": []})
+            g["first"] += split[0]
+            g["second"] += split[1]
+    return [g for g in groups.values() if g["first"] or g["second"]]
 
 
 STATISTICS = (
     "Times in seconds (lower is better) unless marked req/s. Stock and patched samples of the same repetition "
-    "(measured ABAB) are pairs; n is the number of pairs. A ratio is patched/stock, the geometric mean of the "
-    "pairs' ratios, with the 95% interval of a paired t-test on the pairs' log-ratios; p is that test's, "
-    "Holm-adjusted across every comparison of the summary. \"better\" or \"worse\" only when the adjusted p is "
-    "below 0.05, else \"n.s.\". Each verdict is checked with an exact sign-flip permutation test on the same "
-    "log-ratios, which assumes no normality (sign-flip p, uncorrected across the summary; its smallest with n "
-    "pairs is 2/2^n): a verdict it does not confirm at 0.05, or an \"n.s.\" where it finds a difference after "
-    "Holm, is marked in bold. Below "
+    "(the flavours take turns in an order drawn per repetition, each in each place equally often) are pairs; n is "
+    "the number of pairs. A ratio is patched/stock, the geometric mean of the pairs' ratios, with the interval of a "
+    "paired t-test on the pairs' log-ratios; p is that test's, Holm-adjusted across every comparison of the "
+    "summary, and the interval is at the level Holm tested the comparison at (1 - 0.05/(m - j) for the j-th "
+    "smallest p of m while every smaller one was significant, and for the rest the level of the step that "
+    "stopped), wider than 95%, so that it excludes 1 exactly when the adjusted p is below 0.05. \"better\" or "
+    "\"worse\" only when the adjusted p is below 0.05, else \"n.s.\". Each verdict is checked with an exact "
+    "sign-flip permutation test on the same log-ratios, which assumes no normality (sign-flip p, uncorrected "
+    "across the summary; its smallest with n pairs is 2/2^n): a verdict it does not confirm at 0.05, or an "
+    "\"n.s.\" where it finds a difference after Holm, is marked in bold. Below "
     f"{stats.MIN_PAIRS} pairs there is no verdict (\"too few samples\"): the check could not confirm one. "
     "Stock's best setting of a scan is picked after the fact on the same samples: "
     "its p (both tests') is multiplied by the number of settings scanned before the Holm adjustment, and its "
-    "interval is at 1 - 0.05/settings. Ratios in the sections below the summary are paired by repetition too, "
-    "and their p is the t-test's, uncorrected (no verdict). failed: samples that failed. A repetition that failed "
-    "on either side (or gave no value) is no pair, and it is counted: a comparison with any reads \"inconclusive "
-    "(k failed)\" with its n instead of a verdict, the ratio, interval and p of the pairs left beside it, since a "
-    "side that fails on its slow runs would look faster on those.")
+    "interval's 0.05 is divided by it. Ratios in the sections below the summary are paired by repetition too, "
+    "with a 95% interval, unadjusted, and the t-test's p, uncorrected (no verdict). failed: samples that failed. A "
+    "repetition that failed on either side (or gave no value) is no pair, and it is counted: a comparison with any "
+    "reads \"inconclusive (k failed)\" with its n instead of a verdict, the ratio, interval and p of the pairs left "
+    "beside it, since a side that fails on its slow runs would look faster on those. Below the summary, the order: "
+    "the mean log-ratio of the pairs in which patched ran first and of those in which it ran second, a "
+    "diagnostic, not a verdict (results from before the order was recorded have none).")
 
 
 def header(doc, run):

@@ -15,7 +15,13 @@ repetition. failed counts the measured samples that failed, failed_reps
 names their repetitions. The values measured with a sample (a kind's
 extra lists) carry theirs too: reps_of[field] is the repetition of each
 value of the list field (None for a warm-up's), so that no value is ever
-matched to a repetition by its place in a list (report.keyed)."""
+matched to a repetition by its place in a list (report.keyed).
+
+A sample's position is its place in its repetition (0: it ran first),
+kept as a value measured with it (position, reps_of["position"]): the
+flavour's place in the repetition's order (runner.Runner.orders), or
+the place the kind gives (a pull scan's variants take turns). The
+document's order_seed is the seed those orders were drawn from."""
 import datetime
 import hashlib
 import json
@@ -50,30 +56,43 @@ class Cell:
 class Results:
     """The results.json of a run, saved after every sample."""
 
-    def __init__(self, suite, outdir):
+    def __init__(self, suite, outdir, started=None, order_seed=None, orders=()):
+        """started: the run's start (now); order_seed and orders: the seed
+        and the flavours' order of every repetition (runner.Runner), for
+        suites whose flavours take turns."""
         self.path = os.path.join(outdir, "results.json")
         self.doc = {"suite": suite.name, "kind": suite.kind, "suite_file": os.path.relpath(suite.path, hosts.ROOT),
-                    "description": suite.description, "repetitions": suite.repetitions,
-                    "machine": machine(), "started": now(), "finished": None, "interrupted": False,
-                    "provenance": provenance(suite.path), "daemons": {}, "link": {}, "seed": suite.seed,
-                    "results": []}
+                    "description": suite.description, "repetitions": suite.repetitions}
+        if order_seed is not None:
+            self.doc["order_seed"] = order_seed
+        self.doc.update({"machine": machine(), "started": started or now(), "finished": None, "interrupted": False,
+                         "provenance": provenance(suite.path), "daemons": {}, "link": {}, "seed": suite.seed,
+                         "results": []})
+        self.orders = [list(o) for o in orders]
         self.index = {}
         self.attempts = {}
 
-    def add(self, cell, sample=None, error=None, rep=-1, **extra):
+    def add(self, cell, sample=None, error=None, rep=-1, position=None, **extra):
         """One sample of cell (seconds, or None when it failed with error);
         rep: its repetition (-1: the cell's next one; None: not a measured
-        sample, a warm-up); extra: the other values measured with it, one
-        list each. A measured sample without a time has failed."""
+        sample, a warm-up); position: its place in the repetition (None:
+        its flavour's place in the repetition's order, if it has one);
+        extra: the other values measured with it, one list each. A measured
+        sample without a time has failed."""
         k = json.dumps(cell.fields(), sort_keys=True)
+        if rep == -1:
+            rep = self.attempts.get(k, 0)
+        if rep is not None:
+            if position is None and rep < len(self.orders) and cell.flavor in self.orders[rep]:
+                position = self.orders[rep].index(cell.flavor)
+            if position is not None:
+                extra["position"] = position
         if k not in self.index:
             entry = cell.entry(times_s=[], reps=[], failed=0, failed_reps=[], errors=[], reps_of={})
             entry.update({x: [] for x in extra})
             self.index[k] = entry
             self.doc["results"].append(entry)
         e = self.index[k]
-        if rep == -1:
-            rep = self.attempts.get(k, 0)
         if rep is not None:
             self.attempts[k] = rep + 1
             if sample is not None:

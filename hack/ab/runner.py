@@ -1,15 +1,15 @@
 """Runs a validated suite: prepares registry, links, daemons and images, then
-has the kind's module (hack/ab/kinds/) measure every cell, alternating
-flavours, each measurement cold. Writes results.json after every sample, so
-an interrupted run keeps what it measured."""
+has the kind's module (hack/ab/kinds/) measure every cell, the flavours
+taking turns in an order drawn per repetition, each measurement cold.
+Writes results.json after every sample, so an interrupted run keeps what
+it measured."""
 import os
 import shutil
 import signal
 import sys
 import tempfile
 
-from . import hosts, kinds, systems
-from .measure import interleave
+from . import hosts, kinds, measure, systems
 from .results import Results, now
 
 
@@ -17,13 +17,21 @@ class Runner:
     """What a kind's run(r) has: the suite (s), the running test hosts by
     flavour (daemons: a dockerd's hosts.Daemon, or another system's host,
     see ab.systems), the results, a scratch directory (tmp) and the results
-    directory (out)."""
+    directory (out); orders: the flavours' order in each repetition
+    (measure.orders), drawn before anything runs from the suite's
+    order_seed or, without one, from the start time, and kept in
+    results.json."""
 
     def __init__(self, suite, outdir):
         self.s = suite
         self.out = outdir
         self.kind = kinds.get(suite.kind)
-        self.results = Results(suite, outdir)
+        started = now()
+        self.seed, self.orders = None, []
+        if suite.needs_hosts:
+            self.seed = suite.order_seed if suite.order_seed is not None else measure.seed_of(started)
+            self.orders = measure.orders(suite.flavours, suite.repetitions, self.seed)
+        self.results = Results(suite, outdir, started=started, order_seed=self.seed, orders=self.orders)
         self.daemons = {}
         self.tmp = tempfile.mkdtemp(prefix="ab-run-")
 
@@ -68,8 +76,16 @@ class Runner:
         self.results.save()
 
     def flavour_order(self, rep):
-        """The running flavours in repetition rep's order (ABAB, see interleave)."""
-        return [f for f, _ in interleave([(f, None) for f in self.daemons], rep)]
+        """The running flavours in repetition rep's order (orders); the
+        results give each sample of a flavour its place in it."""
+        return [f for f in self.orders[rep] if f in self.daemons]
+
+    def interleave(self, variants, rep):
+        """Repetition rep's variants (tuples, the flavour first: a scan's
+        settings, the patched daemon's arms) in the order they run, the
+        flavours taking turns (measure.arrange); a sample's place in it
+        is its position."""
+        return measure.arrange(variants, self.flavour_order(rep), rep, self.s.repetitions, self.seed)
 
     def teardown(self):
         for f in list(self.daemons):

@@ -1,10 +1,10 @@
 """Statistics on samples: median and spread of a cell, and patched against
 stock as a paired comparison.
 
-The flavours are measured in ABAB order, so the samples of one repetition
-are a pair: they ran minutes apart, under the same load. A comparison takes
-the log-ratio d_i = log(a_i / b_i) of each pair (i a repetition both
-measured) and
+The flavours take turns within a repetition (measure.interleave), so the
+samples of one repetition are a pair: they ran minutes apart, under the
+same load. A comparison takes the log-ratio d_i = log(a_i / b_i) of each
+pair (i a repetition both measured) and
 
 - estimates the ratio as exp(mean of d), the geometric mean of the pairs'
   ratios;
@@ -43,7 +43,18 @@ cannot decide; what they show (ratio, interval, p) is still reported, with
 the count beside it.
 
 Across a report's comparisons, holm() adjusts the p-values (Holm-Bonferroni:
-the chance of any false verdict in the report stays at or below 5%)."""
+the chance of any false verdict in the report stays at or below 5%), and
+adjust() puts each comparison's interval at the level Holm's step-down
+tested it at (holm_levels: 1 - 0.05/(m - j) for the j-th smallest p of m,
+until the procedure stops), so that an interval excludes 1 exactly when
+the adjusted p is below 5%; a 95% interval beside an adjusted p could read
+"1.21 [1.01, 1.44] p=0.073 n.s.".
+
+The flavours run in an order drawn per repetition (measure.orders), each
+in each position equally often; a difference between the log-ratios of
+the repetitions in which one side ran first and those in which it ran
+second (report.order_effects) is an order effect the balance averages
+out, shown as a diagnostic, never tested."""
 import bisect
 import math
 import random
@@ -147,6 +158,15 @@ def student_t_quantile(p, df):
     return (lo + hi) / 2
 
 
+def t_interval(m, se, n, alpha=ALPHA):
+    """(lo, hi): the mean shifts a t-test of n values with mean m and
+    standard error se does not reject at alpha."""
+    if se == 0:
+        return m, m
+    q = student_t_quantile(alpha, n - 1) * se
+    return m - q, m + q
+
+
 def t_test(d, alpha=ALPHA):
     """The paired t-test of d (log-ratios) against 0: (two-sided p, (lo, hi)
     the interval of mean shifts it does not reject at alpha)."""
@@ -155,8 +175,7 @@ def t_test(d, alpha=ALPHA):
     se = statistics.stdev(d) / math.sqrt(n)
     if se == 0:  # every pair the same: no spread to test against
         return (1.0 if m == 0 else 0.0), (m, m)
-    q = student_t_quantile(alpha, n - 1) * se
-    return student_t_p(m / se, n - 1), (m - q, m + q)
+    return student_t_p(m / se, n - 1), t_interval(m, se, n, alpha)
 
 
 def _sums(d, seed=1):
@@ -192,12 +211,14 @@ def sign_flip_floor(n):
 
 def paired(a, b, alpha=ALPHA, correction=1):
     """a against b, paired by repetition (see pairing): ratio exp(mean
-    log(a/b)), the t-test's interval at 1 - alpha/correction and its p
-    times correction (a Bonferroni factor, at most 1), the sign-flip
+    log(a/b)), the t-test's interval at level 1 - alpha/correction and
+    its p times correction (a Bonferroni factor, at most 1), the sign-flip
     check's p (p_sign, times correction too), n pairs, failed repetitions
     (any: no verdict). too_few: below MIN_PAIRS, no verdict and no
     interval. None when there is neither a pair nor a failure; with
-    failures and no pair, ratio is None."""
+    failures and no pair, ratio is None. log_mean and log_se (the
+    log-ratios' mean and its standard error) let adjust() put the
+    interval at another level."""
     ps, failed = pairing(a, b)
     n = len(ps)
     out = {"ratio": None, "lo": None, "hi": None, "p": None, "p_sign": None, "n": n, "failed": failed,
@@ -208,6 +229,8 @@ def paired(a, b, alpha=ALPHA, correction=1):
     out["ratio"] = math.exp(statistics.fmean(d))
     if n < 2:
         return out
+    out["log_mean"], out["log_se"] = statistics.fmean(d), statistics.stdev(d) / math.sqrt(n)
+    out["level"] = 1 - alpha / correction
     p, (lo, hi) = t_test(d, alpha / correction)
     out["p"] = min(1.0, p * correction)
     out["p_sign"] = min(1.0, sign_flip_p(d) * correction)
@@ -229,12 +252,38 @@ def holm(ps):
     return out
 
 
+def holm_levels(ps, alpha=ALPHA):
+    """The level Holm's step-down procedure tests each p at, in the order
+    given (None stays None): the j-th smallest of m at alpha / (m - j)
+    while every smaller one was rejected; from the first that is not on,
+    the procedure stops, and those left keep that step's level. A p is
+    below its level exactly when its holm() p is below alpha."""
+    idx = sorted((i for i, p in enumerate(ps) if p is not None), key=lambda i: ps[i])
+    m = len(idx)
+    out = list(ps)
+    stop = None
+    for rank, i in enumerate(idx):
+        if stop is None and (m - rank) * ps[i] >= alpha:  # holm()'s own comparison
+            stop = rank
+        out[i] = alpha / (m - (rank if stop is None else stop))
+    return out
+
+
 def adjust(tests):
     """Holm over tests (paired comparisons of one report, each not too_few):
-    sets p_adj (the t-tests') and p_sign_adj (the sign-flip checks')."""
+    sets p_adj (the t-tests') and p_sign_adj (the sign-flip checks'), and
+    puts each interval (lo, hi) at the level Holm tested it at
+    (holm_levels, divided by the comparison's correction as its p was
+    multiplied; level: the interval's confidence level). An adjusted
+    interval excludes 1 exactly when p_adj is below ALPHA, where a 95% one
+    beside an adjusted p could exclude 1 and read n.s."""
     tests = [t for t in tests if t and not t["too_few"] and t["p"] is not None]
-    for t, padj, sadj in zip(tests, holm([t["p"] for t in tests]), holm([t["p_sign"] for t in tests])):
+    ps = [t["p"] for t in tests]
+    for t, padj, sadj, a in zip(tests, holm(ps), holm([t["p_sign"] for t in tests]), holm_levels(ps)):
         t["p_adj"], t["p_sign_adj"] = padj, sadj
+        a /= t.get("correction", 1)
+        lo, hi = t_interval(t["log_mean"], t["log_se"], t["n"], a)
+        t["lo"], t["hi"], t["level"] = math.exp(lo), math.exp(hi), 1 - a
 
 
 def verdict(r, lower_is_better, p=None):

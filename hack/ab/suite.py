@@ -4,17 +4,21 @@ is known to be good; every error names the file and line.
 This module has what every suite has: the keys below, the flavours of the
 suites that run daemons, and the checks that name a line. Each kind's own
 keys, tables and checks are in its module in hack/ab/kinds/, which says
-which top-level keys it takes (KEYS): a key no kind takes is unknown."""
+which top-level keys it takes (KEYS): a key no kind takes is unknown.
+
+What is allowed but weak (too few repetitions for a verdict) is a warning
+(Suite.warnings, naming the file, the line, the suite and the key), which
+the command line prints; it stops nothing."""
 import itertools
 import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 
-from . import kinds, systems, units
+from . import kinds, stats, systems, units
 
 COMMON_KEYS = ("name", "kind", "repetitions", "description", "seed")
-DAEMON_KEYS = ("flavor", "link_backend", "sample_timeout")  # every suite that runs daemons
+DAEMON_KEYS = ("flavor", "link_backend", "sample_timeout", "order_seed")  # every suite that runs daemons
 # seconds after which a measured command (a pull, a checkpoint, a run) is
 # ended and its sample fails: a hung one fails its repetition, not the run
 SAMPLE_TIMEOUT = 600.0
@@ -66,6 +70,10 @@ class Suite:
     link_backend: str = "auto"
     sample_timeout: float = SAMPLE_TIMEOUT
     seed: dict = field(default_factory=dict)  # published numbers, for the report
+    # the seed of the flavours' order in each repetition (measure.orders);
+    # None: the run's start time
+    order_seed: int = None
+    warnings: list = field(default_factory=list)  # what the command line prints
 
     # Whether running it needs root, daemons, a registry and test hosts.
     needs_hosts = True
@@ -137,10 +145,17 @@ class Validator:
     def __init__(self, path, text):
         self.path = path
         self.lines = _Lines(text)
+        self.warnings = []
+
+    def at(self, where, msg):
+        no = self.lines.line(where)
+        return f"{self.path}:{no}: {msg}" if no else f"{self.path}: {msg}"
 
     def fail(self, where, msg):
-        no = self.lines.line(where)
-        raise SuiteError(f"{self.path}:{no}: {msg}" if no else f"{self.path}: {msg}")
+        raise SuiteError(self.at(where, msg))
+
+    def warn(self, where, msg):
+        self.warnings.append(self.at(where, msg))
 
     def keys(self, table, where, allowed, required=(), what=None):
         what = what or (f"[{'.'.join(map(str, where))}]" if where else "the top level")
@@ -186,6 +201,10 @@ class Validator:
                 if key in d:
                     self.fail(self.first(d, key), f"{key} belongs to suites that run daemons, not {kind}")
         s.sample_timeout = self.seconds(d, (), "sample_timeout", SAMPLE_TIMEOUT, 1.0)
+        if "order_seed" in d:
+            s.order_seed = self.typed(d["order_seed"], int, ("order_seed",), "an integer >= 0")
+            if s.order_seed < 0:
+                self.fail(("order_seed",), f"order_seed: want an integer >= 0, got {s.order_seed}")
         for other in kinds.every():
             if other is not k:
                 other.refuse(self, d, kind)
@@ -204,6 +223,13 @@ class Validator:
                                       f"daemon.{key}: a list is a scan, and {kind} suites do not scan "
                                       f"(only pull suites do); give one value")
         k.validate(self, d, s)
+        if s.needs_hosts and len(s.flavours) > 1 and reps < stats.MIN_PAIRS:
+            # it runs, and measures; its summary can only say "too few samples"
+            key = f"repetitions = {reps}" if "repetitions" in d else \
+                f"repetitions (the {kind} kind's default, {reps})"
+            self.warn(("repetitions",), f"suite '{s.name}': {key} is below {stats.MIN_PAIRS}, the pairs a verdict "
+                      "needs (stats.MIN_PAIRS): every comparison will read \"too few samples\"")
+        s.warnings = list(self.warnings)
         return s
 
     def first(self, d, k):

@@ -110,9 +110,10 @@ def prepare(r):
 
 
 def run(r):
-    """Per repetition and scenario, each flavour in ABAB order: start the
-    group's containers, checkpoint them at once, time each and the batch;
-    then the freeze seen from inside, the restore; runc's floor after."""
+    """Per repetition and scenario, each flavour in the repetition's order
+    (runner.Runner.flavour_order): start the group's containers,
+    checkpoint them at once, time each and the batch; then the freeze seen
+    from inside, the restore; runc's floor after."""
     s = r.s
     n = len(s.containers)
     per = {"alone": n, "together": 1, "incremental": n}

@@ -138,7 +138,8 @@ def images(s):
 
 def run(r):
     """Write the files once per flavour; then per repetition, each flavour
-    in ABAB order reads them in a container per CPU limit and mode."""
+    in the repetition's order reads them in a container per CPU limit and
+    mode."""
     s = r.s
     q = s.cpuquota
     dirs = {}

@@ -8,8 +8,9 @@ are sampled (hack/measure/diskstats.py). Its `workload`: "commits", a database's
 reads at random offsets; or "reads", 4 KiB O_DIRECT reads at random
 offsets of a 2 GiB file of its own and nothing else. Each repetition
 first runs the neighbour alone for `idle` (flavour "idle"), then every
-variant in ABAB order. A daemon option given as a list is a scan: patched
-at several checkpoint-write-bandwidth settings in one run.
+variant, the flavours taking turns in the repetition's order. A daemon
+option given as a list is a scan: patched at several
+checkpoint-write-bandwidth settings in one run.
 
 A cell is one variant: scenario "neighbour", container the holder's size.
 Its times are the checkpoint's; what the summary compares is the
@@ -32,7 +33,7 @@ import time
 from dataclasses import dataclass
 
 from .. import hosts, neighbour_io, stats, suite, units
-from ..measure import Progress, interleave
+from ..measure import Progress
 from ..report import failed, fmt_ratio, keyed, label
 from ..results import Cell
 from .checkpoint import Container, cleanup, start_container
@@ -171,9 +172,10 @@ def run(r):
             out = os.path.join(r.tmp, "neighbour.json")
             nb, _, _, _ = neighbour_run(work, out, seconds=n.idle, commit=n.commit, workload=n.workload)
             r.results.add(Cell("idle", scenario="neighbour", container="idle"), nb["runtime_s"], None, rep=rep,
-                          **fields(nb, None, series=rep == 0, workload=n.workload))
+                          position=0, **fields(nb, None, series=rep == 0, workload=n.workload))
             prog.step(f"neighbour idle rep {rep + 1}: {op} p99 {nb[op]['p99_ms']:.2f} ms")
-            for f, params in interleave(variants, rep):
+            # after the neighbour alone, the variants in the repetition's order
+            for pos, (f, params) in enumerate(r.interleave(variants, rep), 1):
                 d = r.daemons[f]
                 d.apply(params)
                 cell = Cell(f, image="ab/memholder", params=params, scenario="neighbour", container=holder.name)
@@ -201,7 +203,7 @@ def run(r):
                     t, err, extra = None, str(e)[:300], fields(None, None, workload=n.workload)
                 finally:
                     cleanup(d, [name])
-                r.results.add(cell, t, err, rep=rep, **extra)
+                r.results.add(cell, t, err, rep=rep, position=pos, **extra)
                 prog.step(f"neighbour {f} {label(params)} rep {rep + 1}: "
                           + (f"checkpoint {t:.2f}s, {op} p99 {extra['p99_ms']:.2f} ms" if t is not None
                              else f"FAILED {err}"))

@@ -217,7 +217,8 @@ def images(s):
 
 
 def run(r):
-    """Per repetition, each flavour in ABAB order runs every workload."""
+    """Per repetition, each flavour in the repetition's order runs every
+    workload."""
     s = r.s
     def steps(w, f):
         if w == "http":

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from .. import hosts, stats, suite, systems, units
 from .. import timeline as ab_timeline
-from ..measure import Progress, hyperfine, interleave
+from ..measure import Progress, hyperfine
 from ..report import PEERS, comparisons, fmt_ratio, fmt_v, keyed, label
 from ..results import Cell
 
@@ -184,7 +184,8 @@ def image(v, p, i):
 
 def run(r):
     """Push the images, then per link: every variant of every flavour pulls
-    each image cold, warm-up pulls first, the repetitions in ABAB order."""
+    each image cold, warm-up pulls first, then the repetitions, the
+    flavours taking turns in each repetition's order."""
     s = r.s
     refs, refs2 = {}, {}
     r.results.doc["images"] = {}
@@ -298,9 +299,9 @@ def pull_image(r, variants, prof, img, ref, prog, ref2=None):
             sys.stderr.write(f"    warm-up pull {prof.name}/{img.name} {f} {variant_label(params, arm)}: "
                              + (f"{t:.2f}s\n" if t is not None else f"FAILED {err}\n"))
     for rep in range(s.repetitions):
-        for f, params, arm in interleave(variants, rep):
+        for pos, (f, params, arm) in enumerate(r.interleave(variants, rep)):
             cell, t, err, served = pull(r, f, params, arm, prof, img, ref, ref2)
-            r.results.add(cell, t, err, rep=rep, served_bytes=served)
+            r.results.add(cell, t, err, rep=rep, position=pos, served_bytes=served)
             prog.step(f"pull {prof.name}/{img.name} {f} {variant_label(params, arm)} rep {rep + 1}: "
                       + (f"{t:.2f}s" if t is not None else f"FAILED {err}"))
 
@@ -514,7 +515,7 @@ def spread_table(doc):
     difference where it gives one, and patched against both."""
     seed = (doc.get("seed") or {}).get("best_vs_worst_pct") or {}
     lines = ["| link | image | stock best | stock worst | worst vs best | seed: worst vs best | "
-             "patched | patched/best [95% CI] | patched/default 3 [95% CI] |",
+             "patched | patched/best [Holm CI] p | patched/default 3 [Holm CI] p |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     mcd = lambda e: (e["params"] or {}).get("max-concurrent-downloads", DEFAULT_MCD)
     for r in comparisons(doc):

@@ -15,7 +15,7 @@ import tempfile
 import zlib
 from unittest import mock
 
-from ab import hosts, results, zns
+from ab import hosts, results, runner, zns
 from ab.systems import charliecloud as systems_charliecloud
 from ab.systems import containerd as systems_containerd
 from ab.systems import podman as systems_podman
@@ -422,6 +422,9 @@ PROVENANCE = {"suite_sha256": "0" * 64, "series": "0123abcd", "commit": "f" * 40
               "upstream": {"version": "29.8.1", "commit": "464cd50c3d9e92877d56940ea160de6fca7bea23",
                            "module": "github.com/moby/moby/v2", "module_version": "v2.0.0-beta.24"}}
 MACHINE = {"kernel": "6.18.0", "cpus": 2, "cpu": "Pretend CPU", "memory_gib": 7.8, "hostname": "pretend"}
+# the time of day every pretend run starts (and ends) at: a run's order is
+# drawn from its start time when its suite gives no seed
+STARTED = "2025-01-01T00:00:00Z"
 
 
 @contextlib.contextmanager
@@ -447,6 +450,8 @@ def pretend(fail=()):
         mock.patch.object(hosts, "link_congestion",
                           lambda flavour, second=False: {"registry": "cubic", "host": "cubic", "default": "bbr"}),
         mock.patch.object(results, "provenance", lambda path: dict(PROVENANCE)),
+        mock.patch.object(results, "now", lambda: STARTED),
+        mock.patch.object(runner, "now", lambda: STARTED),
         mock.patch.object(hosts, "node_binary", lambda: "/usr/bin/node"),
         mock.patch.object(hosts, "pingpong_binary", lambda: "/opt/build/pingpong"),
         mock.patch("time.monotonic", world.monotonic),
@@ -471,5 +476,5 @@ def pretend(fail=()):
 def normalise(doc):
     """What differs between machines and runs: the machine and the times of day."""
     doc["machine"] = dict(MACHINE)
-    doc["started"], doc["finished"] = "2025-01-01T00:00:00Z", "2025-01-01T00:10:00Z"
+    doc["started"], doc["finished"] = STARTED, "2025-01-01T00:10:00Z"
     return doc

@@ -136,9 +136,59 @@ class StatsTest(unittest.TestCase):
         ok = stats.paired([0.5, 0.4, 0.45, 0.5, 0.42, 0.48], [1.0] * 6)
         odd = stats.paired([0.5, 0.52, 0.49, 0.51, 0.5, 1.02], [1.0] * 6)
         stats.adjust([ok, odd])
-        self.assertRegex(report.fmt_ratio(ok, True), r"^0\.46 \[0\.41, 0\.50\] p=1e-05 better; sign-flip p=0\.031$")
+        # ok's interval is at Holm's first step (97.5%), odd's at its second (95%)
+        self.assertRegex(report.fmt_ratio(ok, True), r"^0\.46 \[0\.40, 0\.52\] p=1e-05 better; sign-flip p=0\.031$")
         self.assertRegex(report.fmt_ratio(odd, True),
                          r"^0\.57 \[0\.42, 0\.77\] p=0\.0048 better; \*\*sign-flip does not confirm: p=0\.062\*\*$")
+
+    def test_intervals_are_at_the_holm_level(self):
+        """Each adjusted comparison's interval is at the level Holm's step
+        down tested it at, so that it excludes 1 exactly when the adjusted
+        p is below 0.05 (a 95% interval beside a Holm-adjusted p could read
+        "1.21 [1.01, 1.44] p=0.073 n.s.")."""
+        import random
+        rng = random.Random(5)
+        disagreed_at_95 = 0
+        for _ in range(60):
+            tests = []
+            for _ in range(rng.randint(2, 12)):
+                shift = rng.choice([0.0, 0.05, 0.08, 0.12, 0.3])
+                n = rng.choice([6, 8, 10])
+                tests.append(stats.paired([rng.lognormvariate(shift, 0.1) for _ in range(n)],
+                                          [rng.lognormvariate(0, 0.1) for _ in range(n)],
+                                          correction=rng.choice([1, 1, 3])))
+            plain = [dict(t) for t in tests]
+            stats.adjust(tests)
+            for t, was in zip(tests, plain):
+                excludes = t["lo"] > 1 or t["hi"] < 1
+                self.assertEqual(excludes, t["p_adj"] < stats.ALPHA, t)
+                # never narrower than the unadjusted interval, p unchanged
+                self.assertLessEqual(t["lo"], was["lo"] + 1e-12)
+                self.assertGreaterEqual(t["hi"], was["hi"] - 1e-12)
+                self.assertEqual(t["p"], was["p"])
+                disagreed_at_95 += (was["lo"] > 1 or was["hi"] < 1) != (t["p_adj"] < stats.ALPHA)
+        # the case the intervals are widened for does occur here
+        self.assertGreater(disagreed_at_95, 0)
+
+    def test_a_bound_near_1_shows_its_side(self):
+        # two decimals would print [0.83, 1.00] beside "better"
+        self.assertEqual(report.interval({"lo": 0.83, "hi": 0.99961}), "[0.83, 0.9996]")
+        self.assertEqual(report.interval({"lo": 1.0004, "hi": 1.3}), "[1.0004, 1.30]")
+        self.assertEqual(report.interval({"lo": 0.9, "hi": 1.0}), "[0.90, 1.00]")
+
+    def test_holm_levels_by_hand(self):
+        # p sorted 0.005, 0.01, 0.03, 0.04 of four: 0.005 < 0.05/4 and
+        # 0.01 < 0.05/3 are rejected; 0.03 >= 0.05/2 stops the procedure,
+        # and what is not rejected keeps the level of that step
+        self.assertEqual(stats.holm_levels([0.01, 0.04, 0.03, 0.005]),
+                         [0.05 / 3, 0.05 / 2, 0.05 / 2, 0.05 / 4])
+        self.assertEqual(stats.holm_levels([0.5, None, 0.01]), [0.05, None, 0.025])
+        r = stats.paired([1.3, 1.1, 1.25, 1.05, 1.4, 1.2], [1.0] * 6)
+        other = stats.paired([1.0, 1.2, 0.9, 1.1, 1.0, 0.95], [1.1, 0.95, 1.15, 1.0, 1.05, 1.0])
+        lo95 = r["lo"]
+        stats.adjust([r, other])
+        self.assertAlmostEqual(r["level"], 1 - 0.05 / 2)
+        self.assertLess(r["lo"], lo95)
 
     def test_too_few_samples(self):
         for n in range(1, stats.MIN_PAIRS):
@@ -368,15 +418,6 @@ def alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
-
-
-class InterleaveTest(unittest.TestCase):
-    def test_abab_and_alternating_start(self):
-        v = [("stock", 1), ("stock", 3), ("stock", 7), ("patched", 0)]
-        self.assertEqual([f for f, _ in measure.interleave(list(v), 0)], ["patched", "stock", "stock", "stock"])
-        self.assertEqual([f for f, _ in measure.interleave(list(v), 1)], ["stock", "patched", "stock", "stock"])
-        two = [("stock", None), ("patched", None)]
-        self.assertNotEqual(measure.interleave(list(two), 0), measure.interleave(list(two), 1))
 
 
 class ParseTest(unittest.TestCase):

@@ -99,6 +99,8 @@ ADDED = [
     ("link_backend", 'link_backend = "pigeon"'),
     ("sample_timeout", 'sample_timeout = "90s"'),
     ("sample_timeout", 'sample_timeout = "500ms"'),
+    ("order_seed", "order_seed = 7"),
+    ("order_seed", "order_seed = -1"),
     ("seed", "[seed]\nx = 1"),
     ("warmup", "warmup = 1"),
     ("warmup", "warmup = 0"),
@@ -185,9 +187,9 @@ class ExitStatusTest(unittest.TestCase):
         from ab import __main__ as cli
         out = tempfile.mkdtemp(prefix="ab-golden-")
         self.addCleanup(shutil.rmtree, out, True)
-        buf = io.StringIO()
+        buf, self.stderr = io.StringIO(), io.StringIO()
         with fakehosts.pretend(fail), mock.patch("os.geteuid", return_value=0), \
-                contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+                contextlib.redirect_stdout(buf), contextlib.redirect_stderr(self.stderr):
             rc = cli.main(["run", os.path.join(GOLDEN, "pull.toml"), "--results", out])
         return rc, buf.getvalue(), out
 
@@ -226,6 +228,14 @@ class ExitStatusTest(unittest.TestCase):
         rc, printed, _ = self.run_main(set())
         self.assertEqual(rc, 0)
         self.assertNotIn("FAILED", printed)
+
+    def test_too_few_repetitions_warn_once(self):
+        # golden pull.toml has 2 repetitions: a warning, once, and the run goes on
+        rc, _, _ = self.run_main(set())
+        self.assertEqual(rc, 0)
+        warnings = [x for x in self.stderr.getvalue().splitlines() if x.startswith("warning:")]
+        self.assertEqual(len(warnings), 1, self.stderr.getvalue())
+        self.assertIn("suite 'golden-pull': repetitions = 2", warnings[0])
 
 
 def update():

@@ -384,7 +384,7 @@ class NeighbourRunTest(unittest.TestCase):
             def add(self, cell, t, err, rep, **extra):
                 added.append((cell.flavor, t, extra))
 
-        r = types.SimpleNamespace(s=s, results=Results(), tmp=tmp,
+        r = types.SimpleNamespace(s=s, results=Results(), tmp=tmp, interleave=lambda variants, rep: variants,
                                   daemons={f: types.SimpleNamespace(apply=lambda p: None) for f in s.flavours})
         diskstats = types.SimpleNamespace(disk=lambda path: "vda")
         with mock.patch.object(hosts, "AB_VAR", var), mock.patch.dict(sys.modules, {"diskstats": diskstats}), \
@@ -436,7 +436,7 @@ class NeighbourFailedCheckpointTest(unittest.TestCase):
 
         with mock.patch.object(results, "provenance", lambda path: {}):
             res = results.Results(s, tmp)
-        r = types.SimpleNamespace(s=s, results=res, tmp=tmp, daemons={
+        r = types.SimpleNamespace(s=s, results=res, tmp=tmp, interleave=lambda variants, rep: variants, daemons={
             f: types.SimpleNamespace(flavour=f, apply=lambda p: None, docker=docker(f)) for f in s.flavours})
         with mock.patch.object(hosts, "AB_VAR", var), mock.patch.object(hosts, "sh", lambda *a, **kw: None), \
                 mock.patch.object(neighbour, "diskstats", lambda: types.SimpleNamespace(disk=lambda path: "vda")), \

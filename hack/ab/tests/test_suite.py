@@ -71,6 +71,45 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
         self.assertRegex(self.error(GOOD.replace("[flavor.patched]\n", '[flavor.patched]\nbinary = "nightly"\n')),
                          r":20: binary: want one of stock, patched")
 
+    def test_too_few_repetitions_warn(self):
+        """Below stats.MIN_PAIRS repetitions no comparison can give a
+        verdict: the suite loads, with a warning naming it and the key."""
+        from ab import stats
+        s = load(GOOD)
+        self.assertEqual(len(s.warnings), 1)
+        self.assertRegex(s.warnings[0], r"^\S+\.toml:4: suite 't': repetitions = 2 is below "
+                         rf"{stats.MIN_PAIRS}, the pairs a verdict needs")
+        self.assertEqual(load(GOOD.replace("repetitions = 2", f"repetitions = {stats.MIN_PAIRS}")).warnings, [])
+        # the kind's default (3) is named as the default
+        s = load(GOOD.replace("repetitions = 2\n", ""))
+        self.assertRegex(s.warnings[0], r"suite 't': repetitions \(the pull kind's default, 3\) is below")
+        # one flavour compares nothing
+        self.assertEqual(load(GOOD.split("[flavor.stock]")[0] + "[flavor.patched]\ndaemon = {}\n").warnings, [])
+
+    def test_validate_prints_a_warning_once_and_passes(self):
+        import contextlib
+        import io
+        from ab import __main__ as cli
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write(textwrap.dedent(GOOD))
+        self.addCleanup(os.unlink, f.name)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = cli.main(["validate", f.name])
+        self.assertEqual(rc, 0)
+        self.assertEqual(err.getvalue().count("warning:"), 1, err.getvalue())
+        self.assertIn("repetitions = 2", err.getvalue())
+        self.assertIn(": ok (pull, 2 repetitions)", out.getvalue())
+
+    def test_default_suite_has_no_warning(self):
+        """make ab's default suite: valid, and enough repetitions for a verdict."""
+        root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "hyperfine-suites")
+        from ab.__main__ import expand
+        paths = expand(os.path.join(root, "default.toml"))
+        self.assertEqual(len(paths), 3)
+        for path in paths:
+            self.assertEqual(suite.load(path).warnings, [], path)
+
     def test_repo_suites_are_valid(self):
         root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "hyperfine-suites")
         from ab.__main__ import expand

@@ -210,7 +210,7 @@ class PeerRunTest(unittest.TestCase):
             self.assertTrue(runner.Runner(s, out).run())
             self.assertEqual(world.downs, ["containerd"])
             # the first setting at start, then a restart at each change of
-            # setting: two settings, ABAB, so at least one per repetition
+            # setting: two settings in every repetition, so at least one per repetition
             self.assertGreaterEqual(world.restarts["containerd"], 6)
         doc = report.load(out)
         rec = doc["daemons"]["containerd"]
@@ -507,7 +507,7 @@ class PodmanRunTest(unittest.TestCase):
             s = suite.load(f.name)
             self.assertTrue(runner.Runner(s, out).run())
             self.assertEqual(sorted(world.downs), ["containerd", "podman"])
-            # two settings, ABAB: containers.conf rewritten in every repetition
+            # two settings in every repetition: containers.conf rewritten in each
             self.assertGreaterEqual(world.configs["podman"], 6)
         doc = report.load(out)
         rec = doc["daemons"]["podman"]
