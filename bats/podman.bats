@@ -135,7 +135,7 @@ passes_above() { [ "$(field_of verified_passes)" -gt "$1" ]; }
 	[ -n "$count" ]
 	[ -n "$passes" ]
 
-	run host "assert podman.checkpoint(p, 'abcp-mh', 'cp0', False).returncode == 0"
+	run host "assert podman.checkpoint(p, 'abcp-mh', 'cp0', False, 120).returncode == 0"
 	assert_success
 	run "$AB_ROOT/hack/hosts/podman-host.sh" podman podman inspect --format '{{.State.Status}} {{.State.Checkpointed}}' abcp-mh
 	assert_output "exited true"
@@ -143,7 +143,7 @@ passes_above() { [ "$(field_of verified_passes)" -gt "$1" ]; }
 	run sh -c "ls /var/lib/moby-ab/podman/storage/overlay-containers/*/userdata/checkpoint/pages-*.img"
 	assert_success
 
-	run host "assert podman.restore(p, 'abcp-mh', 'cp0').returncode == 0"
+	run host "assert podman.restore(p, 'abcp-mh', 'cp0', 120).returncode == 0"
 	assert_success
 	run "$AB_ROOT/hack/hosts/podman-host.sh" podman podman inspect --format '{{.State.Status}} {{.State.Restored}}' abcp-mh
 	assert_output "running true"
