@@ -90,8 +90,8 @@ def pairing(a, b):
     repetitions 0, 1, ...). A pair is a repetition both have a positive
     value of; a failed one is a repetition both measured (a value, or in
     failed) where either has none."""
-    a, b = (x if isinstance(x, dict) else dict(enumerate(x)) for x in (a, b))
-    both = (set(a) | getattr(a, "failed", set())) & (set(b) | getattr(b, "failed", set()))
+    a, b = (x if isinstance(x, Reps) else Reps(x if isinstance(x, dict) else enumerate(x)) for x in (a, b))
+    both = (set(a) | a.failed) & (set(b) | b.failed)
     ok = lambda x, k: x.get(k) is not None and x[k] > 0
     ps = [(a[k], b[k]) for k in sorted(both) if ok(a, k) and ok(b, k)]
     return ps, len(both) - len(ps)
