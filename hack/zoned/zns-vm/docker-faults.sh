@@ -68,21 +68,12 @@ swap_table() {
 		fail "dmsetup could not swap $DM to its $1 table"
 	fi
 }
-# copy_running: the paced copy of cp1 is under way in the dm directory.
-copy_running() {
-	local s
-	for s in "$ROOT"/.staging-cp1-*/pages-*.img; do
-		[ -s "$s" ] && return 0
-	done
-	return 1
-}
 listed() { docker checkpoint ls --checkpoint-dir "$ROOT" "$MH" | tail -n +2 | grep -qx "$1"; }
 
 guest_setup
 
 step "1. dockerd with checkpoint-write-bandwidth=$CAP, a memory holder of $MIB MiB"
-table linear | dmsetup create "$DM" || fail "dmsetup create $DM failed"
-dmsetup mknodes "$DM" || fail "dmsetup mknodes $DM failed"
+dm_create "$DM" "$(table linear)"
 mkfs.ext4 -q -F "/dev/mapper/$DM" || fail "mkfs.ext4 on /dev/mapper/$DM failed"
 mkdir -p "$ROOT"
 mount "/dev/mapper/$DM" "$ROOT" || fail "mount /dev/mapper/$DM failed"
@@ -96,7 +87,7 @@ step "2. the fault ($FAULT) in the middle of the paced copy of a checkpoint that
 before=$(last_count)
 docker checkpoint create --checkpoint-dir "$ROOT" "$MH" cp1 >"$W/cp1.out" 2>&1 &
 cli=$!
-wait_for 180 copy_running || fail "the paced copy of cp1 never began: $(cat "$W/cp1.out")"
+wait_for 180 copy_under_way "$ROOT" cp1 || fail "the paced copy of cp1 never began: $(cat "$W/cp1.out")"
 case $FAULT in
 eio)
 	swap_table error

@@ -62,14 +62,6 @@ criu_runs() {
 	return 1
 }
 no_criu() { ! criu_runs; }
-# staging_grows dir: the paced copy of checkpoint cp is under way in dir
-staging_grows() {
-	local s
-	for s in "$1"/.staging-cp-*/pages-*.img; do
-		[ -s "$s" ] && return 0
-	done
-	return 1
-}
 waiting() {
 	[ "$(wget -qO- "http://$METRICS/metrics" | awk '/^engine_daemon_checkpoint_queue_depth\{state="waiting"\}/ {print $2}')" = 1 ]
 }
@@ -118,8 +110,7 @@ guest_setup
 write_config "\"checkpoint-write-bandwidth\": \"$CAP\", \"checkpoint-max-concurrent\": 1, \"live-restore\": true"
 start_dockerd
 docker load -q -i /images/memholder.tar >/dev/null || fail "docker load of the memory holder failed"
-echo "0 $(cat "/sys/class/block/${PLAIN#/dev/}/size") linear $PLAIN 0" | dmsetup create kdisk || fail "dmsetup create kdisk failed"
-dmsetup mknodes kdisk || fail "dmsetup mknodes kdisk failed"
+dm_create kdisk "0 $(cat "/sys/class/block/${PLAIN#/dev/}/size") linear $PLAIN 0"
 mkfs.ext4 -q -F /dev/mapper/kdisk || fail "mkfs.ext4 on /dev/mapper/kdisk failed"
 mkdir -p "$ROOT"
 
@@ -131,8 +122,7 @@ for c in $CASES; do
 	where=()
 	dir=
 	step "$c: dockerd killed in the $phase of a checkpoint${flags:+ with --leave-running}"
-	MH=mh start_holder "$MIB"
-	MH=mh
+	start_holder "$MIB"
 	dir=$CPS
 	if [ "$phase" = unmount ]; then
 		mount /dev/mapper/kdisk "$ROOT" || fail "mount /dev/mapper/kdisk failed"
@@ -154,7 +144,7 @@ for c in $CASES; do
 	case $phase in
 	queue) wait_for 60 waiting || fail "$c: the checkpoint never waited for the slot" ;;
 	dump) wait_for 60 criu_runs || fail "$c: CRIU never ran" ;;
-	copy | unmount) wait_for 180 staging_grows "$dir" || fail "$c: the paced copy never began" ;;
+	copy | unmount) wait_for 180 copy_under_way "$dir" cp || fail "$c: the paced copy never began" ;;
 	esac
 	kill_dockerd
 	note "$c: dockerd killed"

@@ -306,6 +306,25 @@ check_checkpoint() {
 }
 
 
+# --- faults ---------------------------------------------------------------------
+
+# dm_create name table: a device-mapper device of that table, its node made
+# by hand (no udev in the guest; DM_DISABLE_UDEV=1).
+dm_create() {
+	echo "$2" | dmsetup create "$1" || fail "dmsetup create $1 ($2) failed"
+	dmsetup mknodes "$1" || fail "dmsetup mknodes $1 failed"
+}
+
+# copy_under_way dir name: the paced copy of checkpoint name is writing its
+# pages into a staging directory in dir.
+copy_under_way() {
+	local s
+	for s in "$1"/.staging-"$2"-*/pages-*.img; do
+		[ -s "$s" ] && return 0
+	done
+	return 1
+}
+
 # guest_setup: the guest as the daemon needs it: loopback up (the
 # metrics), cgroup v2, shared mounts, devpts, data-root on a tmpfs.
 guest_setup() {

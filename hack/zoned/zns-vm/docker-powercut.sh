@@ -49,10 +49,6 @@ LOG_SECTORS=$((48 << 11))
 COW_SECTORS=$((16 << 11))
 points=0 lost=0 phantom=0 unrepaired=0
 
-dm() { # name table
-	echo "$2" | dmsetup create "$1" || fail "dmsetup create $1 ($2) failed"
-	dmsetup mknodes "$1" || fail "dmsetup mknodes $1 failed"
-}
 mark() { dmsetup message pclw 0 mark "$1" || fail "dmsetup could not mark $1 in the log"; }
 sums() { (cd "$1" && find . -type f | sort | xargs sha256sum); }
 
@@ -62,13 +58,13 @@ step "1. an ext4 file system on a log-writes device; dockerd; a memory holder of
 size=$(cat "/sys/class/block/${PLAIN#/dev/}/size")
 [ "$size" -ge $((FS_SECTORS + LOG_SECTORS + COW_SECTORS)) ] ||
 	fail "$PLAIN has $size sectors, fewer than the $((FS_SECTORS + LOG_SECTORS + COW_SECTORS)) this needs (ZNS_VM_PLAIN_SIZE=96M)"
-dm pcdata "0 $FS_SECTORS linear $PLAIN 0"
-dm pclog "0 $LOG_SECTORS linear $PLAIN $FS_SECTORS"
-dm pccow "0 $COW_SECTORS linear $PLAIN $((FS_SECTORS + LOG_SECTORS))"
+dm_create pcdata "0 $FS_SECTORS linear $PLAIN 0"
+dm_create pclog "0 $LOG_SECTORS linear $PLAIN $FS_SECTORS"
+dm_create pccow "0 $COW_SECTORS linear $PLAIN $((FS_SECTORS + LOG_SECTORS))"
 # the replay starts from the region as the log began: zeros
 dd if=/dev/zero of=/dev/mapper/pcdata bs=1M count=32 conv=fsync 2>/dev/null || fail "zeroing pcdata failed"
 dd if=/dev/zero of=/dev/mapper/pclog bs=4096 count=1 conv=fsync 2>/dev/null || fail "zeroing the log's super block failed"
-dm pclw "0 $FS_SECTORS log-writes /dev/mapper/pcdata /dev/mapper/pclog"
+dm_create pclw "0 $FS_SECTORS log-writes /dev/mapper/pcdata /dev/mapper/pclog"
 # everything written now (no lazy initialisation after the mount)
 mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 /dev/mapper/pclw || fail "mkfs.ext4 on the log-writes device failed"
 mkdir -p "$ROOT" "$MNT"
@@ -112,7 +108,7 @@ while read -r at phase; do
 	logwrites replay /dev/mapper/pclog /dev/mapper/pcdata "$applied" "$((at + 1))" || fail "replaying entries $applied to $at failed"
 	applied=$((at + 1))
 	points=$((points + 1))
-	dm pcsnap "0 $FS_SECTORS snapshot /dev/mapper/pcdata /dev/mapper/pccow N 8"
+	dm_create pcsnap "0 $FS_SECTORS snapshot /dev/mapper/pcdata /dev/mapper/pccow N 8"
 	rc=0
 	e2fsck -fy /dev/mapper/pcsnap >"$W/fsck.out" 2>&1 || rc=$?
 	if [ "$rc" -gt 1 ]; then
