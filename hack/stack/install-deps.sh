@@ -56,6 +56,11 @@ APT_PACKAGES=(
 	# device-mapper faults under a checkpoint directory in the guest
 	# (hack/zoned/zns-vm/docker-faults.sh): dmsetup, with its libdevmapper
 	dmsetup
+	# an NFS checkpoint root served and mounted inside the guest, and moved
+	# between two daemons there (hack/zoned/zns-vm/docker-nfs.sh): the
+	# server's rpc.nfsd, rpc.mountd and exportfs, and mount.nfs (nfs-common);
+	# installed with the services kept from starting, as the others
+	nfs-kernel-server
 	# a checkpoint directory whose file system refuses RENAME_NOREPLACE, as
 	# NFS does (bindfs, a FUSE file system: bats/checkpoint.bats, the
 	# daemon's unit tests)

@@ -6,14 +6,16 @@
 #   faults enospc   the file system fills in the middle of a paced copy
 #   powercut        a power cut at every flush of a create and a delete
 #                   (dm-log-writes, replayed)
+#   nfs             a checkpoint moved between two daemons through an NFS
+#                   root, and the NFS server stopped in the middle of a copy
 #   kills           dockerd killed in the queue, the dump and the copy, with
 #                   and without --leave-running, and in the copy into a
 #                   custom directory unmounted before the restart
 #
 # Each prints a line of counts (lost, phantom, ...) and fails unless every
 # count of lost state and phantom checkpoints is 0; see each script's header
-# (hack/zoned/zns-vm/docker-*.sh). make test runs faults eio and powercut
-# (hack/zoned/test-zns.sh); this runs all, about 10 minutes under TCG. It
+# (hack/zoned/zns-vm/docker-*.sh). make test runs faults eio, powercut and
+# nfs (hack/zoned/test-zns.sh); this runs all, about 10 minutes under TCG. It
 # needs `make build` and `hack/hosts/images.sh build` (make test-faults does
 # both).
 #
@@ -26,7 +28,7 @@ set -euo pipefail
 test_geometry
 export ZNS_VM_PLAIN_SIZE=${ZNS_VM_PLAIN_SIZE:-96M}
 
-all=(eio enospc powercut kills)
+all=(eio enospc powercut nfs kills)
 cases=("$@")
 [ "${#cases[@]}" -gt 0 ] || cases=("${all[@]}")
 for c in "${cases[@]}"; do

@@ -14,7 +14,10 @@
 # paced copy (hack/zoned/zns-vm/docker-faults.sh: device-mapper's error
 # target under the checkpoint directory's ext4), and a power cut at every
 # flush of a checkpoint's create and delete (hack/zoned/zns-vm/docker-powercut.sh:
-# device-mapper's log-writes target, replayed). The whole fault matrix is
+# device-mapper's log-writes target, replayed), and a checkpoint moved
+# between two daemons through an NFS root served by the guest's kernel, that
+# server's disk full in the middle of a copy (hack/zoned/zns-vm/docker-nfs.sh).
+# The whole fault matrix is
 # hack/zoned/test-faults.sh (make test-faults). It needs `make build` and
 # `hack/hosts/images.sh build` (make test-zns does both).
 #
@@ -65,5 +68,10 @@ if ! ZNS_VM_PLAIN_SIZE=96M ZNS_VM_MEM=${ZNS_E2E_MEM:-1536} ZNS_VM_TIMEOUT=${ZNS_
 	failed=$((failed + 1))
 	echo "FAIL a power cut at every flush of a checkpoint" >&2
 fi
-[ "$failed" = 0 ] || die "zns: $failed of $((${#suites[@]} / 2 + 3)) guests failed"
+log "zns: a checkpoint moved between two daemons through an NFS root; the NFS server's disk full in a copy"
+if ! ZNS_VM_MEM=${ZNS_E2E_MEM:-1536} ZNS_VM_TIMEOUT=${ZNS_E2E_TIMEOUT:-600} vm run-root "$out/root" /docker-nfs.sh; then
+	failed=$((failed + 1))
+	echo "FAIL a checkpoint moved through an NFS root" >&2
+fi
+[ "$failed" = 0 ] || die "zns: $failed of $((${#suites[@]} / 2 + 4)) guests failed"
 log "zns: all passed on the zoned device"

@@ -80,6 +80,10 @@ GUEST_MODULES+=" dm_mod:BLK_DEV_DM"
 # its log-writes and snapshot targets: a power cut at every flush, replayed
 # (hack/zoned/zns-vm/docker-powercut.sh).
 GUEST_MODULES+=" dm_log_writes:DM_LOG_WRITES dm_snapshot:DM_SNAPSHOT"
+# the NFS server and client, and veth: an NFS checkpoint root, and a second
+# daemon in a network namespace of its own that mounts it too
+# (hack/zoned/zns-vm/docker-nfs.sh).
+GUEST_MODULES+=" nfsd:NFSD nfsv4:NFS_V4 veth:VETH"
 
 ZONE_SIZE=${ZNS_VM_ZONE_SIZE:-64M}
 ZONE_CAP=${ZNS_VM_ZONE_CAPACITY:-$ZONE_SIZE}

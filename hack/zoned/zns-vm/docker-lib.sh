@@ -199,7 +199,12 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 # The holder's output, read from its json-file log rather than through
 # docker logs: the CLI takes a second or more to start under TCG, and the
 # waits below poll.
-holder_log() { sed -n 's/^{"log":"\(.*\)\\n","stream":"std[a-z]*".*/\1/p' "$DATA/containers/$ID/$ID-json.log"; }
+# (none for a container created and never started)
+holder_log() {
+	local f=$DATA/containers/$ID/$ID-json.log
+	[ -f "$f" ] || return 0
+	sed -n 's/^{"log":"\(.*\)\\n","stream":"std[a-z]*".*/\1/p' "$f"
+}
 # reports [from]: the holder's report lines (from output line number from on)
 reports() { holder_log | tail -n +"${1:-1}" | grep '^memholder '; }
 field() { sed -n "s/.* $1=\\([0-9]*\\) .*/\\1/p"; }
