@@ -152,11 +152,12 @@ def pooled_verdict(r):
     if not p:
         return "n/a"
     if r["disagree"]:
-        return "nodes disagree"
+        return "inconclusive (nodes disagree)"
     if p["too_few"] or "p_adj" not in p:
-        return f"too few samples (fewest pairs on a node below {stats.MIN_PAIRS})"
+        return f"inconclusive (fewest pairs on a node below {stats.MIN_PAIRS})"
     if p["p_adj"] >= stats.ALPHA:
-        return "n.s."
+        # the blocked permutation test has no interval to call it level by
+        return "inconclusive (no difference found)"
     better = p["ratio"] < 1 if r["lower_is_better"] else p["ratio"] > 1
     return "better" if better else "worse"
 

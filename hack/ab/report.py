@@ -194,6 +194,9 @@ def comparisons(doc):
     tests = [r[k] for r in out for k in ("vs_default", "vs_best")]
     tests += [pe["vs_best"] for r in out for pe in r["peers"].values()]
     stats.adjust(tests)
+    for t in tests:
+        if t:
+            t["margin"] = doc.get("margin", stats.MARGIN)
     return out
 
 
@@ -224,13 +227,14 @@ def peers(pr, entries, kind):
 def fmt_ratio(r, lower):
     """A paired comparison: ratio, interval, p (Holm-adjusted when it has
     been, the interval then at Holm's level, stats.adjust; else the 95%
-    interval and p marked uncorrected); when adjusted, the verdict and the
+    interval and p marked uncorrected); when adjusted, the verdict
+    (stats.verdict), its minimal detectable effect (stats.mde) and the
     sign-flip check's p, and where the check disagrees (stats.check), in
-    bold. With failed repetitions: what the pairs give, n, and
-    "inconclusive (k failed)" (stats.verdict), adjusted or not."""
+    bold. With failed repetitions or too few pairs: what the pairs give,
+    n, and the verdict, adjusted or not."""
     if not r:
         return "n/a"
-    if r.get("failed"):
+    if r.get("failed") or r["too_few"] or r["p"] is None:
         shown = []
         if r["ratio"] is not None:
             shown.append(f"{r['ratio']:.2f}")
@@ -241,11 +245,12 @@ def fmt_ratio(r, lower):
         elif r["p"] is not None and not r["too_few"]:
             shown.append(f"p={r['p']:.2g} uncorrected")
         return " ".join(shown + [f"n={r['n']}: {stats.verdict(r, lower)}"])
-    if r["too_few"] or r["p"] is None:
-        return f"{r['ratio']:.2f}, too few samples (n={r['n']})"
     ci = interval(r) if r["lo"] is not None else "[no interval]"
     if "p_adj" in r:
         out = f"{r['ratio']:.2f} {ci} p={r['p_adj']:.2g} {stats.verdict(r, lower, r['p_adj'])}"
+        m = stats.mde(r)
+        if m is not None:
+            out += f"; MDE {m:.2f}x"
         note = stats.check(r, lower, r["p_adj"], r.get("p_sign_adj"))
         return out + (f"; **{note}**" if note else f"; sign-flip p={r['p_sign']:.2g}")
     return f"{r['ratio']:.2f} {ci} p={r['p']:.2g} uncorrected"
@@ -394,18 +399,24 @@ STATISTICS = (
     "paired t-test on the pairs' log-ratios; p is that test's, Holm-adjusted across every comparison of the "
     "summary, and the interval is at the level Holm tested the comparison at (1 - 0.05/(m - j) for the j-th "
     "smallest p of m while every smaller one was significant, and for the rest the level of the step that "
-    "stopped), wider than 95%, so that it excludes 1 exactly when the adjusted p is below 0.05. \"better\" or "
-    "\"worse\" only when the adjusted p is below 0.05, else \"n.s.\". Each verdict is checked with an exact "
-    "sign-flip permutation test on the same log-ratios, which assumes no normality (sign-flip p, uncorrected "
-    "across the summary; its smallest with n pairs is 2/2^n): a verdict it does not confirm at 0.05, or an "
-    "\"n.s.\" where it finds a difference after Holm, is marked in bold. Below "
-    f"{stats.MIN_PAIRS} pairs there is no verdict (\"too few samples\"): the check could not confirm one. "
+    "stopped), wider than 95%, so that it excludes 1 exactly when the adjusted p is below 0.05. A verdict is one "
+    "of five words: \"better\" or \"worse\" when the adjusted p is below 0.05 and an exact sign-flip permutation "
+    "test on the same log-ratios, which assumes no normality, agrees at 0.05 (sign-flip p, uncorrected across the "
+    "summary; its smallest with n pairs is 2/2^n); \"level\" when the interval lies within the suite's "
+    "equivalence margin (1 +- margin, 5% unless the suite says otherwise); \"inconclusive\" otherwise, with the "
+    "reason where there is one (a t-test the sign-flip test does not confirm, failed repetitions, too few pairs); "
+    "\"failed\" when no repetition gave a pair. A difference not found is not \"level\": MDE is the ratio the "
+    "comparison's test finds with 80% power at its level, from its own spread and n, so an inconclusive cell "
+    "with an MDE of 1.30x can hide a 1.2x change. Where the sign-flip test finds a difference after Holm that "
+    "the t-test does not, it is marked in bold. Below "
+    f"{stats.MIN_PAIRS} pairs there is no verdict (\"inconclusive (too few pairs)\"): the check could not "
+    "confirm one. "
     "Stock's best setting of a scan is picked after the fact on the same samples: "
     "its p (both tests') is multiplied by the number of settings scanned before the Holm adjustment, and its "
     "interval's 0.05 is divided by it. Ratios in the sections below the summary are paired by repetition too, "
     "with a 95% interval, unadjusted, and the t-test's p, uncorrected (no verdict). failed: samples that failed. A "
     "repetition that failed on either side (or gave no value) is no pair, and it is counted: a comparison with any "
-    "reads \"inconclusive (k failed)\" with its n instead of a verdict, the ratio, interval and p of the pairs left "
+    "reads \"inconclusive (k failed)\" (\"failed\" when none is left) with its n, the ratio, interval and p of the pairs left "
     "beside it, since a side that fails on its slow runs would look faster on those. Below the summary, the order: "
     "the mean log-ratio of the pairs in which patched ran first and of those in which it ran second, a "
     "diagnostic, not a verdict (results from before the order was recorded have none).")

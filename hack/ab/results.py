@@ -63,6 +63,7 @@ class Results:
         self.path = os.path.join(outdir, "results.json")
         self.doc = {"suite": suite.name, "kind": suite.kind, "suite_file": os.path.relpath(suite.path, hosts.ROOT),
                     "description": suite.description, "repetitions": suite.repetitions}
+        self.doc["margin"] = suite.margin
         if order_seed is not None:
             self.doc["order_seed"] = order_seed
         self.doc.update({"machine": machine(), "started": started or now(), "finished": None, "interrupted": False,

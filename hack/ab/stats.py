@@ -31,13 +31,33 @@ verdict the sign-flip test does not confirm on its own, or a difference it
 finds that the t-test does not, is reported as a disagreement beside the
 verdict.
 
-Below MIN_PAIRS pairs no verdict is given ("too few samples"): the
-sign-flip check cannot confirm anything at 5% there (its smallest p,
+A comparison's verdict is one of five words (verdict()):
+
+- better or worse: the (Holm-adjusted) t-test rejects "no difference" at
+  5% and the sign-flip test, on its own, agrees at 5%; where the t-test
+  rejects and the sign-flip test does not, it is inconclusive;
+- level: the interval shown (at Holm's level, wider than 95%) lies within
+  the suite's equivalence margin, 1 - margin to 1 + margin (margin, by
+  default MARGIN, 5%): two one-sided tests at that level reject a change
+  beyond the margin either way. A difference not found is not "level": an
+  interval that reaches past the margin is inconclusive;
+- inconclusive: anything else, with the reason where there is one (failed
+  repetitions, too few pairs, the tests disagree);
+- failed: no repetition gave a pair, every one failed.
+
+Each comparison also has its minimal detectable effect (mde()): the ratio
+its test finds with 80% power at its level, from its own spread and n; an
+inconclusive cell whose MDE is 1.3x says that a 1.2x change could hide
+there.
+
+Below MIN_PAIRS pairs no verdict is given ("inconclusive (too few pairs)"):
+the sign-flip check cannot confirm anything at 5% there (its smallest p,
 2/2^n, is 0.0625 at n = 5), nor can anything check the t-test's normality.
 
 A repetition that either side failed (both measured it, one or both have
 no value: Reps.failed) is no pair, and it is counted (failed): a
-comparison with any gives no verdict, "inconclusive (k failed)". A side
+comparison with any gives no verdict, "inconclusive (k failed)", or
+"failed" when no pair is left. A side
 that fails on its slow runs would look faster on the pairs left, so they
 cannot decide; what they show (ratio, interval, p) is still reported, with
 the count beside it.
@@ -61,6 +81,8 @@ import random
 import statistics
 
 ALPHA = 0.05
+MARGIN = 0.05  # the default equivalence margin: "level" within 0.95-1.05
+POWER = 0.8  # the power the minimal detectable effect is given at
 MIN_PAIRS = 6  # smallest n whose smallest sign-flip p (2/2^n = 0.031) is below ALPHA
 EXACT_MAX = 16  # enumerate all 2^n sign patterns up to here
 MONTE_CARLO = 20000
@@ -286,38 +308,65 @@ def adjust(tests):
         t["lo"], t["hi"], t["level"] = math.exp(lo), math.exp(hi), 1 - a
 
 
-def verdict(r, lower_is_better, p=None):
-    """'better', 'worse', 'n.s.', 'inconclusive (k failed)' or 'too few
-    samples (n=k)' for a paired comparison r, at p (r's own p unless an
-    adjusted one is given)."""
+def verdict(r, lower_is_better, p=None, margin=None):
+    """One of the five verdicts of a paired comparison r (see the module's
+    doc): 'better', 'worse', 'level', 'inconclusive' (with its reason in
+    parentheses where there is one) or 'failed'; 'n/a' without a
+    comparison. p: r's adjusted p (r's own p unless given); margin: the
+    equivalence margin (r's, else MARGIN)."""
     if r is None:
         return "n/a"
     if r.get("failed"):
-        return f"inconclusive ({r['failed']} failed)"
+        return f"failed ({r['failed']} of {r['failed']})" if r["n"] == 0 else f"inconclusive ({r['failed']} failed)"
     if r["too_few"] or r["p"] is None:
-        return f"too few samples (n={r['n']})"
+        return "inconclusive (too few pairs)"
     p = r["p"] if p is None else p
-    if p >= ALPHA:
-        return "n.s."
-    return "better" if (r["ratio"] < 1) == lower_is_better else "worse"
+    if p < ALPHA:
+        if r.get("p_sign") is not None and r["p_sign"] >= ALPHA:
+            return "inconclusive (the sign-flip test disagrees)"
+        return "better" if (r["ratio"] < 1) == lower_is_better else "worse"
+    m = r.get("margin", MARGIN) if margin is None else margin
+    if r["lo"] is not None and 1 - m <= r["lo"] and r["hi"] <= 1 + m:
+        return "level"
+    return "inconclusive"
+
+
+def decided(v):
+    """Whether verdict v finds a difference (better or worse)."""
+    return v in ("better", "worse")
+
+
+def mde(r, power=POWER):
+    """The minimal detectable effect of a paired comparison r: the ratio
+    above 1 that its t-test, at r's level (Holm's once adjusted), finds
+    with the given power, exp((t_(1 - a/2) + t_power) * se) with n - 1
+    degrees of freedom and r's standard error of the mean log-ratio; None
+    without a spread (n < 2)."""
+    if r is None or r.get("log_se") is None or r["n"] < 2:
+        return None
+    a = 1 - r.get("level", 1 - ALPHA)
+    df = r["n"] - 1
+    return math.exp((student_t_quantile(a, df) + student_t_quantile(2 * (1 - power), df)) * r["log_se"])
 
 
 def check(r, lower_is_better, p=None, p_sign=None):
-    """Where the sign-flip test disagrees with r's verdict (at p, as in
-    verdict()): None when it agrees (or there is no verdict), else a phrase.
+    """Where the sign-flip test disagrees with the t-test on r (at p, as in
+    verdict()): None when it agrees (or there is nothing to check), else a
+    phrase.
 
-    - a verdict better or worse is confirmed when the sign-flip test on its
-      own (its p times the settings' factor, not adjusted across the
+    - a t-test that finds a difference is confirmed when the sign-flip test
+      on its own (its p times the settings' factor, not adjusted across the
       report: Holm would leave it no power at the pair counts suites run)
-      is below ALPHA; else it "does not confirm", and the phrase says when
-      its p is the smallest it can give with n pairs;
-    - "n.s." is contradicted when the sign-flip test finds the difference
-      at the same level (p_sign: its Holm-adjusted p, given with an
-      adjusted p): a t-test that an outlier pair inflated the spread of."""
+      is below ALPHA; else the verdict is inconclusive, and the phrase
+      gives its p and says when it is the smallest it can give with n pairs;
+    - a t-test that finds none is contradicted when the sign-flip test
+      finds the difference at the same level (p_sign: its Holm-adjusted p,
+      given with an adjusted p): a t-test that an outlier pair inflated the
+      spread of."""
     if r is None or r["too_few"] or r["p"] is None or r.get("p_sign") is None or r.get("failed"):
         return None
-    v = verdict(r, lower_is_better, p)
-    if v in ("better", "worse"):
+    p = r["p"] if p is None else p
+    if p < ALPHA:
         if r["p_sign"] < ALPHA:
             return None
         floor = r.get("p_sign_floor")
@@ -327,7 +376,8 @@ def check(r, lower_is_better, p=None, p_sign=None):
             (f" and {r['correction']} settings" if at_floor and r.get("correction", 1) > 1 else "")
     ps = r["p_sign"] if p_sign is None else p_sign
     if ps < ALPHA:
-        return f"sign-flip says {verdict(r, lower_is_better, 0.0)}: p={ps:.2g}" + ("" if p_sign is None else " (Holm)")
+        side = "better" if (r["ratio"] < 1) == lower_is_better else "worse"
+        return f"sign-flip says {side}: p={ps:.2g}" + ("" if p_sign is None else " (Holm)")
     return None
 
 
@@ -336,5 +386,5 @@ def ratio_ci(a, b):
     correction across comparisons: holm() that)."""
     r = paired(a, b)
     if r is not None:
-        r["significant"] = verdict(r, True) in ("better", "worse")
+        r["significant"] = decided(verdict(r, True))
     return r

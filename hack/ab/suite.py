@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from . import kinds, stats, systems, units
 
-COMMON_KEYS = ("name", "kind", "repetitions", "description", "seed")
+COMMON_KEYS = ("name", "kind", "repetitions", "description", "seed", "margin")
 DAEMON_KEYS = ("flavor", "link_backend", "sample_timeout", "order_seed")  # every suite that runs daemons
 # seconds after which a measured command (a pull, a checkpoint, a run) is
 # ended and its sample fails: a hung one fails its repetition, not the run
@@ -70,6 +70,9 @@ class Suite:
     link_backend: str = "auto"
     sample_timeout: float = SAMPLE_TIMEOUT
     seed: dict = field(default_factory=dict)  # published numbers, for the report
+    # the equivalence margin of its verdicts: "level" when a comparison's
+    # interval lies within 1 +- margin (stats.verdict)
+    margin: float = stats.MARGIN
     # the seed of the flavours' order in each repetition (measure.orders);
     # None: the run's start time
     order_seed: int = None
@@ -193,6 +196,12 @@ class Validator:
         s = k.Suite(path=self.path, name=self.typed(d["name"], str, ("name",), "a string"), kind=kind,
                     repetitions=reps, description=d.get("description", ""))
         s.seed = self.typed(d.get("seed", {}), dict, ("seed",), "a table")
+        if "margin" in d:
+            m = d["margin"]
+            if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m < 0.5:
+                self.fail(("margin",), f"margin: want the equivalence margin as a fraction above 0 and below 0.5 "
+                          f"(0.05: level within 0.95-1.05), got {m!r}")
+            s.margin = float(m)
         s.link_backend = d.get("link_backend", "auto")
         if s.link_backend not in ("auto", "tun", "netem"):
             self.fail(("link_backend",), f"link_backend: '{s.link_backend}' is not auto, tun or netem")
@@ -228,7 +237,7 @@ class Validator:
             key = f"repetitions = {reps}" if "repetitions" in d else \
                 f"repetitions (the {kind} kind's default, {reps})"
             self.warn(("repetitions",), f"suite '{s.name}': {key} is below {stats.MIN_PAIRS}, the pairs a verdict "
-                      "needs (stats.MIN_PAIRS): every comparison will read \"too few samples\"")
+                      "needs (stats.MIN_PAIRS): every comparison will read \"inconclusive (too few pairs)\"")
         s.warnings = list(self.warnings)
         return s
 

@@ -69,9 +69,9 @@ class CheckpointReportTest(unittest.TestCase):
             doc["results"].append({"flavor": f, "profile": None, "image": None if c == "(batch)" else "ab/memholder",
                                    "params": {}, "scenario": scen, "container": c, "times_s": ts, "errors": []})
         md, _ = render(doc)
-        self.assertIn("| stock | 16MiB | 0.900 | 2.700 | 3.01, too few samples (n=3) |", md)
-        self.assertIn("| patched | 16MiB | 0.120 | 0.180 | 1.50, too few samples (n=3) |", md)
-        self.assertIn("| all together | 21.000 | 1.300 | 0.06, too few samples (n=3) |", md)
+        self.assertIn("| stock | 16MiB | 0.900 | 2.700 | 3.01 n=3: inconclusive (too few pairs) |", md)
+        self.assertIn("| patched | 16MiB | 0.120 | 0.180 | 1.50 n=3: inconclusive (too few pairs) |", md)
+        self.assertIn("| all together | 21.000 | 1.300 | 0.06 n=3: inconclusive (too few pairs) |", md)
         self.assertNotIn("| patched | (batch) |", md)
 
 

@@ -3,7 +3,9 @@ the measurements, the JSON line of a measuring program."""
 import json
 import math
 import os
+import random
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -86,13 +88,14 @@ class StatsTest(unittest.TestCase):
         self.assertLess(r["hi"], 1)
         self.assertEqual(stats.verdict(r, True), "better")
         self.assertEqual(stats.verdict(r, False), "worse")
-        self.assertEqual(stats.verdict(r, True, 0.06), "n.s.")
+        # the interval [0.47, 0.53] is far from level
+        self.assertEqual(stats.verdict(r, True, 0.06), "inconclusive")
         self.assertIsNone(stats.check(r, True))
 
     def test_small_n_large_effect_survives_holm(self):
         """Six pairs, each patched 2.5-12x faster (as on a held-out checkpoint
         suite), among 13 cells: the sign-flip test's smallest p (2/64) times
-        13 is 0.41, n.s.; the t-test calls it, and the sign-flip check
+        13 is 0.41, no difference; the t-test calls it, and the sign-flip check
         confirms it on its own."""
         patched = [0.556, 0.61, 0.9, 1.2, 2.0, 2.4]
         stock = [6.679, 6.5, 6.3, 6.0, 5.5, 6.1]
@@ -104,27 +107,27 @@ class StatsTest(unittest.TestCase):
         self.assertEqual(stats.verdict(r, True, r["p_adj"]), "better")
         self.assertIsNone(stats.check(r, True, r["p_adj"], r["p_sign_adj"]))
         for o in others:
-            self.assertEqual(stats.verdict(o, True, o["p_adj"]), "n.s.")
+            self.assertEqual(stats.verdict(o, True, o["p_adj"]), "inconclusive")
 
     def test_check_flags_disagreement(self):
         # five pairs clearly faster, one slower: the t-test calls it, the
-        # sign-flip test (p = 4/64) does not confirm
+        # sign-flip test (p = 4/64) does not confirm, so it is no verdict
         r = stats.paired([0.5, 0.52, 0.49, 0.51, 0.5, 1.02], [1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
         self.assertLess(r["p"], 0.05)
         self.assertEqual(r["p_sign"], 4 / 64)
-        self.assertEqual(stats.verdict(r, True), "better")
+        self.assertEqual(stats.verdict(r, True), "inconclusive (the sign-flip test disagrees)")
         self.assertEqual(stats.check(r, True), "sign-flip does not confirm: p=0.062")
         # every pair the same way, but the settings' factor puts the
         # sign-flip's smallest p above 0.05: the phrase says so
         r = stats.paired([0.5, 0.4, 0.45, 0.5, 0.42, 0.48], [1.0] * 6, correction=3)
-        self.assertEqual(stats.verdict(r, True), "better")
+        self.assertEqual(stats.verdict(r, True), "inconclusive (the sign-flip test disagrees)")
         self.assertEqual(stats.check(r, True),
                          "sign-flip does not confirm: p=0.094, the smallest it can give with 6 pairs and 3 settings")
-        # one wild pair inflates the spread: t says n.s., every pair is
-        # faster and the sign-flip test finds it
+        # one wild pair inflates the spread: t finds no difference, every
+        # pair is faster and the sign-flip test finds it
         r = stats.paired([0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.001], [1.0] * 8)
         self.assertGreaterEqual(r["p"], 0.05)
-        self.assertEqual(stats.verdict(r, True), "n.s.")
+        self.assertEqual(stats.verdict(r, True), "inconclusive")
         self.assertEqual(stats.check(r, True), "sign-flip says better: p=0.0078")
         # with adjusted p-values given, the sign-flip's adjusted one decides
         self.assertIsNone(stats.check(r, True, 0.5, 0.06))
@@ -137,15 +140,17 @@ class StatsTest(unittest.TestCase):
         odd = stats.paired([0.5, 0.52, 0.49, 0.51, 0.5, 1.02], [1.0] * 6)
         stats.adjust([ok, odd])
         # ok's interval is at Holm's first step (97.5%), odd's at its second (95%)
-        self.assertRegex(report.fmt_ratio(ok, True), r"^0\.46 \[0\.40, 0\.52\] p=1e-05 better; sign-flip p=0\.031$")
+        self.assertRegex(report.fmt_ratio(ok, True),
+                         r"^0\.46 \[0\.40, 0\.52\] p=1e-05 better; MDE 1\.1\dx; sign-flip p=0\.031$")
         self.assertRegex(report.fmt_ratio(odd, True),
-                         r"^0\.57 \[0\.42, 0\.77\] p=0\.0048 better; \*\*sign-flip does not confirm: p=0\.062\*\*$")
+                         r"^0\.57 \[0\.42, 0\.77\] p=0\.0048 inconclusive \(the sign-flip test disagrees\); MDE 1\.\d\dx; "
+                         r"\*\*sign-flip does not confirm: p=0\.062\*\*$")
 
     def test_intervals_are_at_the_holm_level(self):
         """Each adjusted comparison's interval is at the level Holm's step
         down tested it at, so that it excludes 1 exactly when the adjusted
         p is below 0.05 (a 95% interval beside a Holm-adjusted p could read
-        "1.21 [1.01, 1.44] p=0.073 n.s.")."""
+        "1.21 [1.01, 1.44] p=0.073", no difference)."""
         import random
         rng = random.Random(5)
         disagreed_at_95 = 0
@@ -195,7 +200,7 @@ class StatsTest(unittest.TestCase):
             r = stats.paired([1.0] * n, [2.0] * n)
             self.assertTrue(r["too_few"])
             self.assertIsNone(r["lo"])
-            self.assertEqual(stats.verdict(r, True), f"too few samples (n={n})")
+            self.assertEqual(stats.verdict(r, True), "inconclusive (too few pairs)")
         # and why: below MIN_PAIRS the sign-flip check cannot confirm
         # anything (its smallest possible p is above 5%)
         self.assertGreater(stats.sign_flip_p([1.0] * (stats.MIN_PAIRS - 1)), stats.ALPHA)
@@ -205,9 +210,63 @@ class StatsTest(unittest.TestCase):
 
     def test_overlap_is_not_called(self):
         r = stats.paired([1.0, 1.2, 0.9, 1.1, 1.0, 0.95], [1.1, 0.95, 1.15, 1.0, 1.05, 1.0])
-        self.assertEqual(stats.verdict(r, True), "n.s.")
+        self.assertEqual(stats.verdict(r, True), "inconclusive")
         self.assertLess(r["lo"], 1)
         self.assertGreater(r["hi"], 1)
+
+    def test_level_needs_the_interval_within_the_margin(self):
+        """"level" only where the interval lies within 1 +- margin: a
+        difference not found with a wide interval is inconclusive."""
+        import random
+        rng = random.Random(3)
+        tight = stats.paired([rng.lognormvariate(0, 0.01) for _ in range(10)], [1.0] * 10)
+        self.assertLess(tight["hi"], 1.05)
+        self.assertGreater(tight["lo"], 0.95)
+        self.assertEqual(stats.verdict(tight, True), "level")
+        # a margin the suite narrows below the interval's reach
+        self.assertEqual(stats.verdict(tight, True, margin=0.001), "inconclusive")
+        tight["margin"] = 0.001
+        self.assertEqual(stats.verdict(tight, True), "inconclusive")
+        # n.s. with an interval past the margin
+        wide = stats.paired([1.0, 1.2, 0.9, 1.1, 1.0, 0.95], [1.1, 0.95, 1.15, 1.0, 1.05, 1.0])
+        self.assertGreater(wide["p"], 0.05)
+        self.assertEqual(stats.verdict(wide, True), "inconclusive")
+        self.assertEqual(stats.verdict(wide, True, margin=0.5), "level")
+
+    def test_mde_by_hand(self):
+        """mde: exp((t_(0.975, n-1) + t_(0.8, n-1)) * se)."""
+        r = stats.paired([1.1, 1.0, 0.9, 1.05, 0.95, 1.0], [1.0] * 6)
+        d = [math.log(x) for x in [1.1, 1.0, 0.9, 1.05, 0.95, 1.0]]
+        se = statistics.stdev(d) / math.sqrt(6)
+        # t quantiles with 5 degrees of freedom: 2.5706 (0.975) and 0.9195 (0.8)
+        self.assertAlmostEqual(stats.mde(r), math.exp((2.5706 + 0.9195) * se), places=3)
+        # wider at a Holm level, none without a spread
+        lvl = dict(r, level=1 - 0.05 / 4)
+        self.assertGreater(stats.mde(lvl), stats.mde(r))
+        self.assertIsNone(stats.mde(stats.paired([1.0], [1.0])))
+        # the power it is stated at: a true effect of the MDE is found about
+        # 80% of the time at this n and spread
+        rng = random.Random(11)
+        sd = statistics.stdev(d)
+        m = math.log(stats.mde(r))
+        hits = sum(stats.paired([rng.lognormvariate(m, sd) for _ in range(6)], [1.0] * 6)["p"] < 0.05
+                   for _ in range(2000))
+        self.assertAlmostEqual(hits / 2000, 0.8, delta=0.05)
+
+    def test_a_verdict_is_one_of_five_words(self):
+        import random
+        rng = random.Random(9)
+        seen = set()
+        for _ in range(300):
+            n = rng.choice([2, 6, 8])
+            shift = rng.choice([0.0, 0.01, 0.3])
+            a = stats.Reps({i: rng.lognormvariate(shift, 0.05) for i in range(n)},
+                           failed=set(range(n, n + rng.choice([0, 0, 1]))))
+            r = stats.paired(a, {i: 1.0 for i in range(n + 1)})
+            v = stats.verdict(r, True)
+            self.assertIn(v.split(" (")[0], ("better", "worse", "level", "inconclusive", "failed"), v)
+            seen.add(v.split(" (")[0])
+        self.assertLessEqual({"worse", "level", "inconclusive"}, seen)
 
     def test_a_a_false_positives_with_holm(self):
         """Identical distributions, 30 cells a report, 200 reports: the share
@@ -250,7 +309,7 @@ class StatsTest(unittest.TestCase):
                         continue
                     cells += 1
                     self.assertFalse(c["too_few"], d)
-                    self.assertEqual(stats.verdict(c, r["lower_is_better"], c["p_adj"]), "n.s.", (d, r["cell"]))
+                    self.assertFalse(stats.decided(stats.verdict(c, r["lower_is_better"], c["p_adj"])), (d, r["cell"]))
                     self.assertIsNone(stats.check(c, r["lower_is_better"], c["p_adj"], c["p_sign_adj"]), (d, r["cell"]))
         self.assertGreaterEqual(cells, 6)
 
@@ -259,7 +318,7 @@ def recorder(test, kind="overhead", repetitions=4):
     """A Results for a pretend suite, in a directory the test removes."""
     out = tempfile.mkdtemp()
     test.addCleanup(shutil.rmtree, out, True)
-    s = types.SimpleNamespace(name="t", kind=kind, path=os.path.join(out, "t.toml"), description="",
+    s = types.SimpleNamespace(name="t", kind=kind, path=os.path.join(out, "t.toml"), description="", margin=0.05,
                               repetitions=repetitions, seed={})
     with mock.patch.object(results, "provenance", lambda path: {}):
         return results.Results(s, out)
@@ -366,7 +425,8 @@ class FailureVerdictTest(unittest.TestCase):
         # a side that failed every repetition: no ratio, the failures said
         r = stats.paired(stats.Reps({}, failed={0, 1}), {0: 1.0, 1: 1.0})
         self.assertEqual((r["n"], r["failed"], r["ratio"]), (0, 2, None))
-        self.assertEqual(report.fmt_ratio(r, True), "n=0: inconclusive (2 failed)")
+        self.assertEqual(stats.verdict(r, True), "failed (2 of 2)")
+        self.assertEqual(report.fmt_ratio(r, True), "n=0: failed (2 of 2)")
         # none failed: as before
         self.assertEqual(stats.paired([1.0] * 6, [2.0] * 6)["failed"], 0)
 
@@ -374,7 +434,7 @@ class FailureVerdictTest(unittest.TestCase):
         # the sections' ratios (report.versus): a side with no value left is
         # its failures, not an empty cell
         self.assertEqual(report.versus(stats.Reps({}, failed={0, 1, 2}), {0: 1.0, 1: 1.0, 2: 1.0}, True),
-                         "n=0: inconclusive (3 failed)")
+                         "n=0: failed (3 of 3)")
         self.assertEqual(report.versus({}, {0: 1.0}, True), "-")
 
     def test_the_statistics_paragraph_says_so(self):
@@ -434,3 +494,24 @@ class ParseTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RejudgeTest(unittest.TestCase):
+    """ab.rejudge lists every comparison under the rule before 2026-11-29
+    and under the five verdicts."""
+
+    def test_a_committed_fixture(self):
+        from ab import rejudge
+        top = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, top, True)
+        os.makedirs(os.path.join(top, "run"))
+        shutil.copy(os.path.join(os.path.dirname(__file__), "golden", "pull.results.json"),
+                    os.path.join(top, "run", "results.json"))
+        out = rejudge.table([top])
+        rows = [line for line in out.splitlines() if line.startswith(f"| {top}")]
+        self.assertGreater(len(rows), 0)
+        self.assertRegex(out.splitlines()[-1], rf"^{len(rows)} comparisons, \d+ whose verdict word changed\.$")
+        r = stats.paired([1.0, 1.2, 0.9, 1.1, 1.0, 0.95], [1.1, 0.95, 1.15, 1.0, 1.05, 1.0])
+        stats.adjust([r])
+        self.assertEqual(rejudge.old_verdict(r, True), "n.s.")
+        self.assertEqual(stats.verdict(r, True, r["p_adj"]), "inconclusive")

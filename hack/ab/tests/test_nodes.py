@@ -62,13 +62,13 @@ class NodesTest(unittest.TestCase):
         b = doc("b", [2.0, 2.1, 1.9, 2.05, 1.95, 2.0])
         [r] = self.rows(a, b)
         self.assertTrue(r["disagree"])
-        self.assertEqual(nodes.pooled_verdict(r), "nodes disagree")
+        self.assertEqual(nodes.pooled_verdict(r), "inconclusive (nodes disagree)")
 
     def test_no_difference_is_not_significant(self):
         a = doc("a", [1.02, 0.98, 1.01, 0.99, 1.03, 0.97])
         b = doc("b", [0.99, 1.01, 0.98, 1.02, 1.0, 1.0])
         [r] = self.rows(a, b)
-        self.assertEqual(nodes.pooled_verdict(r), "n.s.")
+        self.assertEqual(nodes.pooled_verdict(r), "inconclusive (no difference found)")
 
     def test_exact_p_flips_pairs_within_nodes(self):
         # 3 + 3 pairs, all in one direction: 2 of the 2^6 patterns are as extreme
@@ -80,7 +80,7 @@ class NodesTest(unittest.TestCase):
         a = doc("a", [0.5] * 8)
         b = doc("b", [0.5] * 3)
         [r] = self.rows(a, b)
-        self.assertIn("too few samples", nodes.pooled_verdict(r))
+        self.assertIn("fewest pairs on a node below", nodes.pooled_verdict(r))
 
     def test_failures_on_a_node_leave_it_inconclusive(self):
         """Node b's patched daemon failed its two slowest repetitions: the

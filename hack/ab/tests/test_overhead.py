@@ -169,7 +169,7 @@ class OverheadReportTest(unittest.TestCase):
                              r"1\.20 \[1\.19, 1\.21\] p=4e-09 uncorrected \| 1\.20 \[1\.19, 1\.21\] p=4e-09 uncorrected \| 1\.15 \(MPI communication time\) \|")
         self.assertIn("MPI communication time 1.15x bare metal's", md)
         # the summary's unit for round trips
-        self.assertIn("| pingpong: bridge | 7 | 0 patched, 0 stock | 12.0 µs (defaults) | 12.0 µs | 1.00 [1.00, 1.00] p=1 n.s.; sign-flip p=1 |", md)
+        self.assertIn("| pingpong: bridge | 7 | 0 patched, 0 stock | 12.0 µs (defaults) | 12.0 µs | 1.00 [1.00, 1.00] p=1 level; MDE 1.00x; sign-flip p=1 |", md)
 
 
 class WrkErrorsTest(unittest.TestCase):

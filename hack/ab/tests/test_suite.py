@@ -71,6 +71,16 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
         self.assertRegex(self.error(GOOD.replace("[flavor.patched]\n", '[flavor.patched]\nbinary = "nightly"\n')),
                          r":20: binary: want one of stock, patched")
 
+    def test_margin(self):
+        """margin: the equivalence margin of the suite's verdicts, a fraction
+        in (0, 0.5), 5% by default; the results keep it for the report."""
+        from ab import stats
+        self.assertEqual(load(GOOD).margin, stats.MARGIN)
+        self.assertEqual(load('margin = 0.1\n' + GOOD).margin, 0.1)
+        for bad in ("0", "0.5", "-0.1", '"5%"', "true"):
+            with self.subTest(margin=bad):
+                self.assertRegex(self.error(f"margin = {bad}\n" + GOOD), r":1: margin: want the equivalence margin")
+
     def test_too_few_repetitions_warn(self):
         """Below stats.MIN_PAIRS repetitions no comparison can give a
         verdict: the suite loads, with a warning naming it and the key."""
