@@ -52,26 +52,27 @@ for ((i = 0; i < ${#suites[@]}; i += 2)); do
 	fi
 done
 
-log "zns: the patched dockerd end to end on an emulated ZNS namespace"
+# guest_case what script [NAME=VALUE...]: script run in the guest booted with
+# the daemon's root, with NAME=VALUE in its environment; a failure counted
+guest_case() {
+	local what=$1 script=$2 kv
+	shift 2
+	for kv in "$@"; do
+		local -x "${kv?}"
+	done
+	log "zns: $what"
+	if ! ZNS_VM_MEM=${ZNS_E2E_MEM:-1536} ZNS_VM_TIMEOUT=${ZNS_E2E_TIMEOUT:-600} vm run-root "$out/root" "$script"; then
+		failed=$((failed + 1))
+		echo "FAIL $what" >&2
+	fi
+}
+
+log "zns: the patched dockerd's guest root"
 "$AB_ROOT/hack/zoned/zns-vm/docker-root.sh" "$out/root"
-if ! ZNS_VM_MEM=${ZNS_E2E_MEM:-1536} ZNS_VM_TIMEOUT=${ZNS_E2E_TIMEOUT:-600} vm run-root "$out/root" /docker-e2e.sh; then
-	failed=$((failed + 1))
-	echo "FAIL the patched dockerd end to end (zoned device)" >&2
-fi
-log "zns: a checkpoint whose disk fails under it (device-mapper's error target)"
-if ! ZNS_VM_MEM=${ZNS_E2E_MEM:-1536} ZNS_VM_TIMEOUT=${ZNS_E2E_TIMEOUT:-600} vm run-root "$out/root" /docker-faults.sh; then
-	failed=$((failed + 1))
-	echo "FAIL a checkpoint whose disk fails under it" >&2
-fi
-log "zns: a power cut at every flush of a checkpoint's create and delete (device-mapper's log-writes target)"
-if ! ZNS_VM_PLAIN_SIZE=96M ZNS_VM_MEM=${ZNS_E2E_MEM:-1536} ZNS_VM_TIMEOUT=${ZNS_E2E_TIMEOUT:-600} vm run-root "$out/root" /docker-powercut.sh; then
-	failed=$((failed + 1))
-	echo "FAIL a power cut at every flush of a checkpoint" >&2
-fi
-log "zns: a checkpoint moved between two daemons through an NFS root; the NFS server's disk full in a copy"
-if ! ZNS_VM_MEM=${ZNS_E2E_MEM:-1536} ZNS_VM_TIMEOUT=${ZNS_E2E_TIMEOUT:-600} vm run-root "$out/root" /docker-nfs.sh; then
-	failed=$((failed + 1))
-	echo "FAIL a checkpoint moved through an NFS root" >&2
-fi
+guest_case "the patched dockerd end to end on an emulated ZNS namespace" /docker-e2e.sh
+guest_case "a checkpoint whose disk fails under it (device-mapper's error target)" /docker-faults.sh
+guest_case "a power cut at every flush of a checkpoint's create and delete (device-mapper's log-writes target)" \
+	/docker-powercut.sh ZNS_VM_PLAIN_SIZE=96M
+guest_case "a checkpoint moved between two daemons through an NFS root; the NFS server's disk full in a copy" /docker-nfs.sh
 [ "$failed" = 0 ] || die "zns: $failed of $((${#suites[@]} / 2 + 4)) guests failed"
 log "zns: all passed on the zoned device"

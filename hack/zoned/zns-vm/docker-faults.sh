@@ -101,17 +101,7 @@ enospc)
 	cause='no space left on device'
 	;;
 esac
-if wait "$cli"; then
-	fail "the create succeeded on a disk that fails"
-fi
-note "the create failed: $(tr '\n' ' ' <"$W/cp1.out")"
-grep -qiE "$cause" "$W/cp1.out" || {
-	unnamed=$((unnamed + 1))
-	note "the error does not name the fault ($cause)"
-}
-grep -q "its checkpoint images are kept in $SCRATCH/" "$W/cp1.out" ||
-	fail "the error does not say where the stopped holder's images are kept"
-wait_for 30 state_is exited || fail "the holder is $(state) after a checkpoint without --leave-running"
+create_failed_kept "$cli" "$W/cp1.out" "$cause"
 if listed cp1 2>/dev/null; then
 	phantom=$((phantom + 1))
 fi

@@ -330,6 +330,24 @@ copy_under_way() {
 	return 1
 }
 
+# create_failed_kept pid out cause: the create whose CLI is pid (its output
+# in out) failed after the freeze: the error names the fault (a regex;
+# counted in the caller's unnamed if not) and where the stopped holder's
+# images are kept in scratch; the holder has exited.
+create_failed_kept() {
+	if wait "$1"; then
+		fail "the create succeeded despite the fault"
+	fi
+	note "the create failed: $(tr '\n' ' ' <"$2")"
+	grep -qiE "$3" "$2" || {
+		unnamed=$((unnamed + 1))
+		note "the error does not name the fault ($3)"
+	}
+	grep -q "its checkpoint images are kept in $SCRATCH/" "$2" ||
+		fail "the error does not say where the stopped holder's images are kept"
+	wait_for 30 state_is exited || fail "the holder is $(state) after a checkpoint without --leave-running"
+}
+
 # guest_setup: the guest as the daemon needs it: loopback up (the
 # metrics), cgroup v2, shared mounts, devpts, data-root on a tmpfs.
 guest_setup() {
