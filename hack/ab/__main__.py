@@ -56,6 +56,29 @@ def warn(suites):
                 print(f"warning: {w}", file=sys.stderr)
 
 
+def group_summary(done, top):
+    """The summary tables of a run's suites, [(suite, its results
+    directory)]. With more than one, their comparisons are one Holm family
+    (report.adjust_rows): the summary says so, and is written to
+    top/summary.md as well; each suite's own report.md adjusts within
+    itself."""
+    docs = [(s, report.load(out)) for s, out in done]
+    rows = [report.comparisons(doc, adjust=False) for _, doc in docs] if len(docs) > 1 else [None] * len(docs)
+    lines = []
+    if len(docs) > 1:
+        m = report.adjust_rows([r for r in rows if r is not None])
+        lines += [f"One Holm family across the {len(docs)} suites of this run ({m} comparisons): the p-values, "
+                  "intervals and verdicts below are adjusted across all of them (each suite's report.md adjusts "
+                  "within itself, and may call what this does not).", ""]
+    for (s, doc), r in zip(docs, rows):
+        lines += [f"## {s.name} ({s.kind})", "", report.summary_table(doc, r), ""]
+    text = "\n".join(lines)
+    if len(docs) > 1:
+        with open(os.path.join(top, "summary.md"), "w") as f:
+            f.write(text)
+    return text
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="ab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -116,10 +139,7 @@ def main(argv=None):
             if not ok:
                 break
         print()
-        for s, out in done:
-            print(f"## {s.name} ({s.kind})\n")
-            print(report.summary_table(report.load(out)))
-            print()
+        print(group_summary(done, top))
         for s, out in done:
             for flavour, cell, params, what in report.failures(report.load(out)):
                 failed += sum(n for n, _ in what)

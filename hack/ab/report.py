@@ -149,7 +149,7 @@ def failures(doc):
     return out
 
 
-def comparisons(doc):
+def comparisons(doc, adjust=True):
     """Per cell (and per patched arm, see kinds/pull.py): patched against
     stock's default and (for scans) stock's best, paired by repetition; the
     p-values Holm-adjusted across them all (p_adj; and the sign-flip
@@ -157,7 +157,10 @@ def comparisons(doc):
     tested it at (stats.adjust). Stock's best setting is chosen on the
     same samples, so its comparison's p is multiplied by the number of
     settings scanned (Bonferroni: any of them could have been the best)
-    and its interval's 0.05 divided by it, before Holm."""
+    and its interval's 0.05 divided by it, before Holm. Where stock's best
+    is its default, the two are one comparison (vs_best is vs_default, and
+    stock_best says "default"), in the family once. adjust=False leaves
+    the adjustment to the caller (adjust_rows, across several reports)."""
     kind = doc["kind"]
     samples = lambda e: values(e, kind)[0]
     cells = {}
@@ -185,19 +188,43 @@ def comparisons(doc):
                 scored = [(s, e) for s, e in scored if s]
                 if scored:
                     s, best = (min if lower else max)(scored, key=lambda x: x[0]["median"])
-                    row["stock_best"] = {"params": label(best["params"]), "entry": best, "settings": len(sto), **s}
-                    row["vs_best"] = stats.paired(pr, by_rep(best, kind), correction=len(sto))
+                    row["stock_best"] = {"params": label(best["params"]), "entry": best, "settings": len(sto),
+                                         "default": best is d, **s}
+                    # the default is stock's best: the same comparison, tested once
+                    row["vs_best"] = row["vs_default"] if best is d else \
+                        stats.paired(pr, by_rep(best, kind), correction=len(sto))
                     s, worst = (max if lower else min)(scored, key=lambda x: x[0]["median"])
                     row["stock_worst"] = {"params": label(worst["params"]), "entry": worst, **s}
             row["peers"] = peers(pr, pee, kind)
             out.append(row)
-    tests = [r[k] for r in out for k in ("vs_default", "vs_best")]
-    tests += [pe["vs_best"] for r in out for pe in r["peers"].values()]
-    stats.adjust(tests)
-    for t in tests:
-        if t:
-            t["margin"] = doc.get("margin", stats.MARGIN)
+    for t in tests_of(out):
+        t["margin"] = doc.get("margin", stats.MARGIN)
+    if adjust:
+        stats.adjust(tests_of(out))
     return out
+
+
+def tests_of(rows):
+    """The comparisons of comparisons()' rows, each once (a stock best
+    that is the default is its default's comparison)."""
+    tests = [r[k] for r in rows for k in ("vs_default", "vs_best")]
+    tests += [pe["vs_best"] for r in rows for pe in r["peers"].values()]
+    seen, out = set(), []
+    for t in tests:
+        if t and id(t) not in seen:
+            seen.add(id(t))
+            out.append(t)
+    return out
+
+
+def adjust_rows(groups):
+    """One Holm family across several reports' comparisons() rows (made
+    with adjust=False): a run of a group of suites is one family, so that
+    the chance of any false verdict across the run, not each report, stays
+    at or below 5%. Returns the family's size."""
+    tests = [t for rows in groups for t in tests_of(rows)]
+    stats.adjust(tests)
+    return len(tests)
 
 
 def peers(pr, entries, kind):
@@ -293,11 +320,13 @@ def versus(a, b, lower):
     return fmt_ratio(r, lower) if r else "-"
 
 
-def summary_table(doc):
+def summary_table(doc, rows=None):
+    """The summary of doc's report: rows are its comparisons() rows when
+    they were adjusted with other reports' (adjust_rows), else its own."""
     k = kinds.get(doc["kind"])
     if hasattr(k, "summary_table"):
         return k.summary_table(doc)
-    rows = comparisons(doc)
+    rows = comparisons(doc) if rows is None else rows
     lines = []
     if any("stock_default" in r for r in rows):
         lines = ["| cell | n | failed | stock default | patched | patched/stock default [Holm CI] p | stock best | "
@@ -314,7 +343,8 @@ def summary_table(doc):
             f"{r['failed']['patched']} patched, {r['failed']['stock']} stock",
             fmt_v(sd.get("median"), u), u, sd["params"],
             fmt_v((r["patched"] or {}).get("median"), u), u, fmt_ratio(r["vs_default"], r["lower_is_better"]),
-            f"{fmt_v(sb['median'], u)} {u} ({sb['params']}, best of {sb['settings']})" if sb else "-",
+            f"{fmt_v(sb['median'], u)} {u} ({sb['params']}, best of {sb['settings']}"
+            f"{': the default, one comparison' if sb.get('default') else ''})" if sb else "-",
             fmt_ratio(r["vs_best"], r["lower_is_better"]) if sb else "-"))
     peer_rows = [(r, f, pe) for r in rows for f, pe in r.get("peers", {}).items()]
     if peer_rows:

@@ -515,3 +515,62 @@ class RejudgeTest(unittest.TestCase):
         stats.adjust([r])
         self.assertEqual(rejudge.old_verdict(r, True), "n.s.")
         self.assertEqual(stats.verdict(r, True, r["p_adj"]), "inconclusive")
+
+
+class FamilyTest(unittest.TestCase):
+    """One Holm family per run of a group of suites, each comparison in it
+    once."""
+
+    def doc(self, shift, name="t"):
+        """A pull suite of 8 repetitions: stock at its default (the faster
+        setting) and at max-concurrent-downloads 1, patched shift faster."""
+        reps = list(range(8))
+        stock = [2.0, 2.1, 1.9, 2.05, 1.95, 2.0, 2.02, 1.98]
+        base = {"profile": "far", "image": "small", "scenario": None, "container": None, "errors": [],
+                "reps": reps, "failed": 0, "failed_reps": []}
+        return {"suite": name, "kind": "pull", "repetitions": 8, "started": "x", "finished": "y",
+                "machine": {"cpu": "c", "cpus": 2, "memory_gib": 1, "kernel": "k"},
+                "daemons": {"stock": {"version": "a"}, "patched": {"version": "b"}}, "seed": {}, "results": [
+                    dict(base, flavor="stock", params={}, times_s=stock),
+                    dict(base, flavor="stock", params={"max-concurrent-downloads": 1}, times_s=[x * 3 for x in stock]),
+                    dict(base, flavor="patched", params={}, times_s=[x * shift * (1 + 0.01 * (i % 3))
+                                                                     for i, x in enumerate(stock)])]}
+
+    def test_a_default_that_is_the_best_is_one_comparison(self):
+        [row] = report.comparisons(self.doc(0.9))
+        self.assertTrue(row["stock_best"]["default"])
+        self.assertIs(row["vs_best"], row["vs_default"])
+        self.assertEqual(len(report.tests_of([row])), 1)
+        # alone in its family: Holm's level is 95%, not 97.5% as two would be
+        self.assertAlmostEqual(row["vs_default"]["level"], 0.95)
+        self.assertIn("best of 2: the default, one comparison", report.summary_table(self.doc(0.9)))
+
+    def test_a_group_run_is_one_family(self):
+        from ab import __main__ as cli
+        top = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, top, True)
+        done = []
+        for i, shift in enumerate([0.9, 0.97, 1.0]):
+            out = os.path.join(top, f"s{i}")
+            os.makedirs(out)
+            with open(os.path.join(out, "results.json"), "w") as f:
+                json.dump(self.doc(shift, f"s{i}"), f)
+            done.append((types.SimpleNamespace(name=f"s{i}", kind="pull"), out))
+        text = cli.group_summary(done, top)
+        self.assertIn("One Holm family across the 3 suites of this run (3 comparisons)", text)
+        with open(os.path.join(top, "summary.md")) as f:
+            self.assertEqual(f.read(), text)
+        # the family's p-values are Holm's over all three, not each alone
+        rows = [report.comparisons(report.load(out), adjust=False) for _, out in done]
+        ps = [r[0]["vs_default"]["p"] for r in rows]
+        self.assertEqual(report.adjust_rows(rows), 3)
+        self.assertEqual([r[0]["vs_default"]["p_adj"] for r in rows], stats.holm(ps))
+        # alone, a suite's comparison is its own family
+        alone = report.comparisons(report.load(done[1][1]))[0]["vs_default"]
+        self.assertEqual(alone["p_adj"], ps[1])
+        self.assertGreater(rows[1][0]["vs_default"]["p_adj"], ps[1])
+        # one suite: its own family, no summary.md
+        one = os.path.join(top, "one")
+        os.makedirs(one)
+        cli.group_summary(done[:1], one)
+        self.assertFalse(os.path.exists(os.path.join(one, "summary.md")))
