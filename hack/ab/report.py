@@ -463,7 +463,24 @@ def header(doc, run):
                  f"started {doc['started']}, finished {doc.get('finished') or '-'}"
                  + (" **(interrupted: partial results)**" if doc.get("interrupted") else ""),
                  f"- machine: {m.get('cpu')}, {m.get('cpus')} CPUs, {m.get('memory_gib')} GiB, kernel {m.get('kernel')}"] \
-        + provenance_lines(doc)
+        + host_lines(doc) + provenance_lines(doc)
+
+
+def host_lines(doc):
+    """What else the machine was doing during the samples (results.Results
+    records it with each, host_state): the range and median of the load
+    average and of each pressure; none for results from before 2026-11-29."""
+    states = [h for e in doc["results"] for h in e.get("host", []) if h]
+    if not states:
+        return []
+    parts = []
+    for key, name, unit in (("load1", "load average", ""), ("psi_cpu", "CPU pressure", "%"),
+                            ("psi_io", "I/O pressure", "%"), ("psi_memory", "memory pressure", "%")):
+        xs = sorted(h[key] for h in states if h.get(key) is not None)
+        if xs:
+            parts.append(f"{name} {xs[0]:g}-{xs[-1]:g}{unit} (median {median_of(xs):g}{unit})")
+    return [f"- the machine during the {len(states)} samples: " + ", ".join(parts)
+            + " (pressure: PSI's \"some avg10\", the share of the last 10 s some task waited)"] if parts else []
 
 
 def provenance_lines(doc):

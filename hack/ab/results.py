@@ -84,6 +84,8 @@ class Results:
         if rep == -1:
             rep = self.attempts.get(k, 0)
         if rep is not None:
+            # what else the machine was doing: the summary's intervals cannot say
+            extra.setdefault("host", host_state())
             if position is None and rep < len(self.orders) and cell.flavor in self.orders[rep]:
                 position = self.orders[rep].index(cell.flavor)
             if position is not None:
@@ -165,6 +167,25 @@ def provenance(suite_path):
         for k in ("series", "commit", "local_changes"):
             if out[k] is None:
                 out[k] = b.get(k)
+    return out
+
+
+def host_state():
+    """The machine when a sample was recorded: the time (UTC), the 1-minute
+    load average and the share of the last 10 s that some task waited for
+    the CPU, for I/O and for memory (PSI's "some avg10", percent; None
+    where the kernel has no /proc/pressure)."""
+    def read(p):
+        try:
+            with open(p) as f:
+                return f.read()
+        except OSError:
+            return ""
+    load = read("/proc/loadavg").split()
+    out = {"at": now(), "load1": float(load[0]) if load else None}
+    for res in ("cpu", "io", "memory"):
+        m = re.search(r"^some avg10=([0-9.]+)", read(f"/proc/pressure/{res}"), re.M)
+        out[f"psi_{res}"] = float(m.group(1)) if m else None
     return out
 
 

@@ -137,8 +137,11 @@ def run(r):
                         for c, nm in zip(group, names):
                             start_container(d, c, nm)
                         # A container that has run a while: its start's
-                        # writes are done before its checkpoint begins.
+                        # writes are done before its checkpoint begins, and
+                        # the flavour before it has its images on the disk
+                        # (sync waits for their writeback), not in its way.
                         time.sleep(s.settle)
+                        hosts.sh("sync")
                         t0 = time.monotonic()
                         with concurrent.futures.ThreadPoolExecutor(len(group)) as ex:
                             futs = [ex.submit(checkpoint, d, nm, f"cp{rep}", s.leave_running, s.sample_timeout)

@@ -451,6 +451,7 @@ def pretend(fail=()):
                           lambda flavour, second=False: {"registry": "cubic", "host": "cubic", "default": "bbr"}),
         mock.patch.object(results, "provenance", lambda path: dict(PROVENANCE)),
         mock.patch.object(results, "now", lambda: STARTED),
+        mock.patch.object(results, "host_state", lambda: dict(HOST)),
         mock.patch.object(runner, "now", lambda: STARTED),
         mock.patch.object(hosts, "node_binary", lambda: "/usr/bin/node"),
         mock.patch.object(hosts, "pingpong_binary", lambda: "/opt/build/pingpong"),
@@ -471,6 +472,10 @@ def pretend(fail=()):
             yield world
     finally:
         shutil.rmtree(var, ignore_errors=True)
+
+
+# what the pretend machine was doing at every sample
+HOST = {"at": "2025-01-01T00:05:00Z", "load1": 0.5, "psi_cpu": 1.0, "psi_io": 0.25, "psi_memory": 0.0}
 
 
 def normalise(doc):

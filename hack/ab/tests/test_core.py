@@ -574,3 +574,31 @@ class FamilyTest(unittest.TestCase):
         os.makedirs(one)
         cli.group_summary(done[:1], one)
         self.assertFalse(os.path.exists(os.path.join(one, "summary.md")))
+
+
+class HostStateTest(unittest.TestCase):
+    """Every measured sample carries what the machine was doing when it was
+    recorded; a warm-up (no repetition) does not."""
+
+    def test_recorded_with_each_measured_sample(self):
+        res = recorder(self)
+        cell = results.Cell("stock", scenario="pingpong", container="bridge")
+        res.add(cell, 1.0)
+        res.add(cell, None, "timeout after 600 s")
+        res.add(cell, 0.5, rep=None)  # a warm-up
+        [e] = res.doc["results"]
+        self.assertEqual(len(e["host"]), 2)
+        self.assertEqual(e["reps_of"]["host"], [0, 1])
+        for h in e["host"]:
+            self.assertRegex(h["at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+            for k in ("load1", "psi_cpu", "psi_io", "psi_memory"):
+                self.assertTrue(h[k] is None or h[k] >= 0, (k, h[k]))
+        # this machine has a load average, and pressure where the kernel
+        # keeps it
+        self.assertIsNotNone(e["host"][0]["load1"])
+        if os.path.exists("/proc/pressure/cpu"):
+            self.assertIsNotNone(e["host"][0]["psi_cpu"])
+        lines = report.host_lines(res.doc)
+        self.assertEqual(len(lines), 1)
+        self.assertIn("the machine during the 2 samples: load average", lines[0])
+        self.assertEqual(report.host_lines({"results": [{"times_s": [1.0]}]}), [])
