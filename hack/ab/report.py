@@ -33,7 +33,7 @@ def compared(e, kind):
     """(field, unit, lower_is_better) of what a result entry compares: its
     times, unless the kind compares something else (kinds.<kind>.compared)."""
     k = kinds.get(kind)
-    if hasattr(k, "compared"):
+    if k.compared is not None:
         return k.compared(e)
     return "times_s", "s", True
 
@@ -136,7 +136,7 @@ def failures(doc):
     bug 0002 fixes), and the Restores section shows how many it restored
     and why not. A kind may say otherwise (kinds.<kind>.failures)."""
     k = kinds.get(doc["kind"])
-    if hasattr(k, "failures"):
+    if k.failures is not None:
         return k.failures(doc)
     out = []
     for e in doc["results"]:
@@ -324,7 +324,7 @@ def summary_table(doc, rows=None):
     """The summary of doc's report: rows are its comparisons() rows when
     they were adjusted with other reports' (adjust_rows), else its own."""
     k = kinds.get(doc["kind"])
-    if hasattr(k, "summary_table"):
+    if k.summary_table is not None:
         return k.summary_table(doc)
     rows = comparisons(doc) if rows is None else rows
     lines = []
@@ -509,14 +509,14 @@ def provenance_lines(doc):
 def write(outdir):
     doc = load(outdir)
     k = kinds.get(doc["kind"])
-    if hasattr(k, "write"):
+    if k.write is not None:
         return k.write(outdir, doc)
     plots = plot(doc, outdir)
     md = header(doc, f"{doc['repetitions']} repetitions") + [
         "- daemons: " + ", ".join(f"{f} {v['version']}" for f, v in doc["daemons"].items())]
     if doc.get("link"):
         md.append(f"- link emulation backend: {doc['link'].get('backend')}")
-    note = k.summary_note(doc) if hasattr(k, "summary_note") else None
+    note = k.summary_note(doc)
     md += ["", STATISTICS, "", "## Summary", ""] + ([note, ""] if note else []) + [summary_table(doc), ""]
     for section in k.sections(doc):
         if section:
@@ -532,8 +532,7 @@ def write(outdir):
         md.append(f"| {e['flavor']} | {cell_name(e, doc['kind'])} | {label(e['params'])} | {s.get('n', 0)} | {failed(e)} | "
                   f"{fmt_v(s.get('median'), u)} | {fmt_v(s.get('min'), u)} | {fmt_v(s.get('max'), u)} | "
                   f"{', '.join(fmt_v(x, u) for x in v)} | {errs} |")
-    if hasattr(k, "after_samples"):
-        md += k.after_samples(doc)
+    md += k.after_samples(doc)
     if doc.get("seed"):
         md += ["", "## Published numbers (seed)", "", "```", json.dumps(doc["seed"], indent=1), "```"]
     with open(os.path.join(outdir, "report.md"), "w") as f:

@@ -62,9 +62,8 @@ class Runner:
         if not self.s.needs_hosts:
             return
         hosts.build_images("busybox", "memholder")
-        if hasattr(self.kind, "prepare"):
-            self.kind.prepare(self)
-        extra = self.kind.images(self.s) if hasattr(self.kind, "images") else []
+        self.kind.prepare(self)
+        extra = self.kind.images(self.s)
         if extra:
             hosts.build_images(*extra)
         hosts.registry_up()

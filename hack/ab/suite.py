@@ -219,7 +219,7 @@ class Validator:
                 other.refuse(self, d, kind)
         if s.needs_hosts:
             s.flavours = self.flavours(d.get("flavor"), k)
-            if not getattr(k, "SCANS", False):
+            if not k.SCANS:
                 # A list would be a scan; only some kinds run one variant
                 # after another, the others would run its first value alone.
                 for name, fl in s.flavours.items():
@@ -292,7 +292,7 @@ class Validator:
             self.typed(t, dict, fw, "a table")
             sysname = systems.name_of(name)
             if sysname not in kind.SYSTEMS:
-                self.fail(fw, f"[flavor.{name}]: {kind.__name__.rsplit('.', 1)[-1].replace('_', '-')} suites "
+                self.fail(fw, f"[flavor.{name}]: {kind.name} suites "
                               f"measure {', '.join(kind.SYSTEMS)}, not {sysname}")
             sysm = systems.get(sysname)
             self.keys(t, fw, sysm.TABLE_KEYS, what=f"[flavor.{name}]")

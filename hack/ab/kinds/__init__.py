@@ -1,7 +1,7 @@
 """One module per suite kind: what a suite of that kind says (its keys and
 tables, and their checks), what running it measures, and its report's own
-sections. The core (suite, runner, results, report) asks the kind's module
-for these by name; a kind's module has:
+sections. The core (suite, runner, results, report) asks the kind for
+these through its Kind (below); a kind's module has:
 
   suite files  KEYS         the top-level keys it takes
                SWITCHES     those of KEYS any suite may have while they are off
@@ -30,18 +30,71 @@ for these by name; a kind's module has:
                failures(doc) (if it has one) the cells whose failures fail the run, instead
                              of report.failures' rule (zns: none)
 
-Modules are imported when first asked for: they build on the core modules,
-which ask for them."""
-import importlib
+Each module ends with its KIND, a Kind naming these (the optional ones
+default to nothing: no preparation, no images, times compared, no note, no
+sections, plots or lines, the core's summary, report and failure rule); the
+registry below lists every kind's module, imported when first asked for
+(they build on the core modules, which ask for them). A hook misspelt in a
+KIND is an error when its module is imported, not a hook silently
+ignored."""
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 NAMES = ("pull", "checkpoint", "overhead", "cpuquota", "zns", "neighbour", "zns-sweep")
 
 
+def _nothing(*_):
+    return None
+
+
+def _empty(*_):
+    return []
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A suite kind, as its module declares it (see the module's doc)."""
+    name: str
+    KEYS: tuple
+    SWITCHES: tuple
+    REPETITIONS: int
+    SYSTEMS: tuple
+    Suite: type
+    validate: Callable
+    refuse: Callable
+    run: Callable
+    SCANS: bool = False
+    KEY_FIELDS: tuple = ()
+    prepare: Callable = _nothing
+    images: Callable = _empty
+    cell_name: Optional[Callable] = None
+    compared: Optional[Callable] = None
+    summary_note: Callable = _nothing
+    sections: Callable = _empty
+    plots: Callable = _empty
+    after_samples: Callable = _empty
+    summary_table: Optional[Callable] = None
+    write: Optional[Callable] = None
+    failures: Optional[Callable] = None
+
+
+_REGISTRY = {}
+
+
+def _registry():
+    if not _REGISTRY:
+        from . import checkpoint, cpuquota, neighbour, overhead, pull, zns, zns_sweep
+        for m in (pull, checkpoint, overhead, cpuquota, zns, neighbour, zns_sweep):
+            _REGISTRY[m.KIND.name] = m.KIND
+        assert tuple(_REGISTRY) == NAMES, (tuple(_REGISTRY), NAMES)
+    return _REGISTRY
+
+
 def get(name):
-    """The module of kind name (zns-sweep: zns_sweep)."""
-    return importlib.import_module("." + name.replace("-", "_"), __name__)
+    """The Kind of kind name."""
+    return _registry()[name]
 
 
 def every():
-    """Every kind's module, in NAMES' order."""
-    return [get(n) for n in NAMES]
+    """Every Kind, in NAMES' order."""
+    return list(_registry().values())

@@ -24,6 +24,7 @@ from .. import hosts, stats, suite, systems, units
 from ..measure import Progress
 from ..report import bar_plot, cell_key, fmt_ratio, fmt_v, keyed, median_of, versus
 from ..results import Cell
+from . import Kind
 
 KEYS = ("scenarios", "container", "leave_running", "restore", "floor", "settle")
 KEY_FIELDS = ("concurrent",)  # besides scenario and container
@@ -381,3 +382,8 @@ def after_samples(doc):
             md.append(f"| {e['flavor']} | {cell_name(e)} | {fmt_v(stats.summary(v)['median'], 's')} | "
                       f"{', '.join(fmt_v(x, 's') for x in v)} |")
     return md
+
+
+KIND = Kind(name="checkpoint", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS,
+            Suite=Suite, validate=validate, refuse=refuse, run=run, KEY_FIELDS=KEY_FIELDS, prepare=prepare,
+            cell_name=cell_name, sections=sections, plots=plots, after_samples=after_samples)

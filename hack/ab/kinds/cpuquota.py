@@ -16,6 +16,7 @@ from .. import hosts, stats, suite, units
 from ..measure import Progress, parse_json_line, rotate
 from ..report import bar_plot, fmt_v, keyed, median_of, versus
 from ..results import Cell
+from . import Kind
 
 KEYS = ("cpus", "modes", "workers", "files", "file_size")
 KEY_FIELDS = ()  # scenario and container name the mode and the limit
@@ -440,3 +441,8 @@ def plot_cpuquota(doc, outdir, plt):
     fig.tight_layout(rect=(0, 0.08 + 0.04 * ((len(handles) - 1) // 5), 1, 1))
     fig.savefig(os.path.join(outdir, "cpuquota-workers.png"), dpi=120)
     return ["cpuquota-workers.png"]
+
+
+KIND = Kind(name="cpuquota", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS,
+            Suite=Suite, validate=validate, refuse=refuse, run=run, KEY_FIELDS=KEY_FIELDS, prepare=prepare,
+            images=images, cell_name=cell_name, sections=sections, plots=plots)

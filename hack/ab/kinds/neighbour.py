@@ -24,18 +24,20 @@ latency in 100 ms windows beside it, the checkpoint's start and end marked
 (neighbour-timeline.png, timeline). The results document's `neighbour`
 says which workload ran (without it: "commits")."""
 import functools
-import importlib.util
 import json
 import os
+import runpy
 import subprocess
 import sys
 import time
+import types
 from dataclasses import dataclass
 
 from .. import hosts, neighbour_io, stats, suite, units
 from ..measure import Progress
 from ..report import failed, fmt_ratio, keyed, label
 from ..results import Cell
+from . import Kind
 from .checkpoint import Container, cleanup, start_container
 
 KEYS = ("neighbour",)
@@ -109,12 +111,10 @@ def refuse(v, d, kind):
 
 @functools.cache
 def diskstats():
-    """DISKSTATS as a module: the disk counters' script, which is not in
-    the ab package (the shell measurements run it too)."""
-    spec = importlib.util.spec_from_file_location("diskstats", DISKSTATS)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """DISKSTATS's functions (read, disk, worst_window): the disk counters'
+    script, which is not in the ab package (the shell measurements run it
+    too), run as a script whose main is not called."""
+    return types.SimpleNamespace(**runpy.run_path(DISKSTATS, run_name="diskstats"))
 
 
 class Sampler:
@@ -515,3 +515,8 @@ def timeline_plot(doc, outdir, plt):
                frameon=False)
     fig.savefig(os.path.join(outdir, "neighbour-timeline.png"), dpi=100, bbox_inches="tight")
     return ["neighbour-timeline.png"]
+
+
+KIND = Kind(name="neighbour", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS,
+            Suite=Suite, validate=validate, refuse=refuse, run=run, SCANS=SCANS, KEY_FIELDS=KEY_FIELDS,
+            summary_note=summary_note, cell_name=cell_name, compared=compared, sections=sections, plots=plots)

@@ -25,6 +25,7 @@ from ..measure import Progress, hyperfine, parse_json_line, rotate
 from ..report import bar_plot, fmt_v, keyed, median_of, versus
 from ..results import Cell
 from ..systems import dockerd
+from . import Kind
 
 KEYS = ("workloads", "http", "pingpong")
 KEY_FIELDS = ("endpoint",)  # besides scenario and container
@@ -742,3 +743,8 @@ def plot_placements(doc, outdir, plt):
     fig.tight_layout()
     fig.savefig(os.path.join(outdir, "overhead-placements.png"), dpi=120)
     return ["overhead-placements.png"]
+
+
+KIND = Kind(name="overhead", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS,
+            Suite=Suite, validate=validate, refuse=refuse, run=run, KEY_FIELDS=KEY_FIELDS, images=images,
+            compared=compared, cell_name=cell_name, sections=sections, plots=plots)

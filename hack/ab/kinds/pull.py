@@ -45,6 +45,7 @@ from .. import timeline as ab_timeline
 from ..measure import Progress, hyperfine
 from ..report import PEERS, comparisons, fmt_ratio, fmt_v, keyed, label
 from ..results import Cell
+from . import Kind
 
 # dockerd's default max-concurrent-downloads (ab.systems.dockerd)
 DEFAULT_MCD = systems.get("dockerd").DEFAULTS["max-concurrent-downloads"]
@@ -598,3 +599,8 @@ def after_samples(doc):
         md.append(f"| {e['flavor']} | {cell_name(e)} | {label(e['params'])} | "
                   f"{', '.join(fmt_v(x, 's') if x is not None else 'failed' for x in e['warmup_s'])} |")
     return md
+
+
+KIND = Kind(name="pull", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS, Suite=Suite,
+            validate=validate, refuse=refuse, run=run, SCANS=SCANS, KEY_FIELDS=KEY_FIELDS,
+            cell_name=cell_name, sections=sections, plots=plots, after_samples=after_samples)

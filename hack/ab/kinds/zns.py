@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from .. import hosts, suite, units, zns
 from ..measure import Progress
 from ..report import header
+from . import Kind
 
 KEYS = ("trace", "geometry", "policies", "placement")
 SWITCHES = ()
@@ -588,3 +589,8 @@ def failures(doc):
     creates it could not place (errors, failures) are what it measures,
     and its report shows them."""
     return []
+
+
+KIND = Kind(name="zns", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS, Suite=Suite,
+            validate=validate, refuse=refuse, run=run, summary_table=summary_table, write=write,
+            failures=failures)

@@ -32,6 +32,7 @@ from .. import suite, units, zns
 from ..measure import Progress
 from ..report import header
 from ..results import Cell
+from . import Kind
 
 KEYS = ("sweep", "traces", "device", "devices")
 SWITCHES = ()
@@ -941,3 +942,8 @@ def plot(doc, outdir):
         plt.close(fig)
         out.append(name)
     return out
+
+
+KIND = Kind(name="zns-sweep", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS,
+            Suite=Suite, validate=validate, refuse=refuse, run=run, KEY_FIELDS=KEY_FIELDS,
+            cell_name=cell_name, failures=failures, summary_table=summary_table, write=write)

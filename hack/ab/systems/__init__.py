@@ -41,13 +41,19 @@ created, copy its log into keep), netns(), vardir().
 
 The core (suite, runner) asks a flavour's system for these; a kind says
 which systems it can measure (kinds.<kind>.SYSTEMS)."""
-import importlib
-
 NAMES = ("dockerd", "containerd", "podman", "charliecloud")
+_REGISTRY = {}
 
 
 def get(name):
-    return importlib.import_module("." + name, __name__)
+    """The module of system name (the registry below: every system's
+    module, imported when first asked for, as the core modules they build
+    on ask for them)."""
+    if not _REGISTRY:
+        from . import charliecloud, containerd, dockerd, podman
+        _REGISTRY.update(dockerd=dockerd, containerd=containerd, podman=podman, charliecloud=charliecloud)
+        assert tuple(_REGISTRY) == NAMES, (tuple(_REGISTRY), NAMES)
+    return _REGISTRY[name]
 
 
 def every():

@@ -602,3 +602,49 @@ class HostStateTest(unittest.TestCase):
         self.assertEqual(len(lines), 1)
         self.assertIn("the machine during the 2 samples: load average", lines[0])
         self.assertEqual(report.host_lines({"results": [{"times_s": [1.0]}]}), [])
+
+
+class TypedCoreTest(unittest.TestCase):
+    """The core asks kinds and systems through an explicit registry and a
+    Kind with defaults: nothing is looked up by name."""
+
+    def test_no_hook_looked_up_by_name(self):
+        import ast
+        root = os.path.join(os.path.dirname(__file__), "..")
+        found = []
+        for d, _, files in os.walk(root):
+            if os.path.basename(d) == "tests":
+                continue
+            for f in files:
+                if not f.endswith(".py"):
+                    continue
+                path = os.path.join(d, f)
+                with open(path) as fh:
+                    tree = ast.parse(fh.read(), path)
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Call):
+                        name = node.func.id if isinstance(node.func, ast.Name) else \
+                            node.func.attr if isinstance(node.func, ast.Attribute) else None
+                        if name in ("hasattr", "import_module", "__import__"):
+                            found.append(f"{os.path.relpath(path, root)}:{node.lineno} {name}")
+                    if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "importlib" for a in node.names) or \
+                            isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "importlib":
+                        found.append(f"{os.path.relpath(path, root)}:{node.lineno} importlib")
+        self.assertEqual(found, [])
+
+    def test_a_misspelt_hook_is_an_error(self):
+        from ab import kinds
+        from ab.kinds import pull
+        with self.assertRaises(TypeError):
+            kinds.Kind(name="x", KEYS=(), SWITCHES=(), REPETITIONS=1, SYSTEMS=(), Suite=object,
+                       validate=pull.validate, refuse=pull.refuse, run=pull.run, sumary_note=lambda doc: None)
+
+    def test_the_registry(self):
+        from ab import kinds, systems
+        self.assertEqual([k.name for k in kinds.every()], list(kinds.NAMES))
+        self.assertEqual(kinds.get("zns-sweep").name, "zns-sweep")
+        # defaults: nothing to prepare, no extra images, times compared
+        self.assertIsNone(kinds.get("pull").prepare(None))
+        self.assertEqual(kinds.get("pull").images(None), [])
+        self.assertIsNone(kinds.get("pull").compared)
+        self.assertEqual([m.__name__ for m in systems.every()], [f"ab.systems.{n}" for n in systems.NAMES])
