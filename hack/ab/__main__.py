@@ -7,6 +7,8 @@
   python3 -m ab report --nodes DIR... --out OUT
                                             one report over several nodes' results of a suite
                                             (each node's ratios and a pooled one; ab/nodes.py)
+  python3 -m ab compare A B [--margin 0.05]  patched/stock of run B against run A, per comparison
+                                            both have (ab/compare.py)
 
 A suite file whose only key is `include = ["a", "b"]` runs those suites, each
 into a subdirectory of the results directory.
@@ -24,7 +26,7 @@ import os
 import sys
 import tomllib
 
-from . import hosts, report, suite
+from . import hosts, report, stats, suite
 
 
 def expand(name):
@@ -91,7 +93,14 @@ def main(argv=None):
     rp.add_argument("dir", nargs="?")
     rp.add_argument("--nodes", nargs="+", metavar="DIR", help="several nodes' results directories")
     rp.add_argument("--out", help="with --nodes: where the report goes")
+    c = sub.add_parser("compare", help="patched/stock of run B against run A (ab.compare)")
+    c.add_argument("a", metavar="A", help="a results directory")
+    c.add_argument("b", metavar="B", help="a results directory of the same kind")
+    c.add_argument("--margin", type=float, default=stats.MARGIN,
+                   help=f"the noise threshold: level within it (a fraction, default {stats.MARGIN})")
     a = p.parse_args(argv)
+    if a.cmd == "compare" and not 0 < a.margin < 0.5:
+        p.error(f"compare: --margin wants a fraction above 0 and below 0.5, got {a.margin}")
     if a.cmd == "report" and bool(a.dir) == bool(a.nodes):
         p.error("report: give either DIR or --nodes DIR... --out OUT")
     if a.cmd == "report" and a.nodes and (not a.out or len(a.nodes) < 2):
@@ -114,6 +123,13 @@ def main(argv=None):
                 raise suite.SuiteError(str(e)) from None
             with open(os.path.join(a.out, "report.md")) as f:
                 print(f.read())
+            return 0
+        if a.cmd == "compare":
+            from . import compare
+            try:
+                print(compare.table(report.load(a.a), report.load(a.b), a.margin, paths=(a.a, a.b)))
+            except (OSError, ValueError) as e:
+                raise suite.SuiteError(f"compare: {e}") from None
             return 0
         if a.cmd == "report":
             doc = report.write(a.dir)

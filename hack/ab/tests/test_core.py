@@ -648,3 +648,62 @@ class TypedCoreTest(unittest.TestCase):
         self.assertEqual(kinds.get("pull").images(None), [])
         self.assertIsNone(kinds.get("pull").compared)
         self.assertEqual([m.__name__ for m in systems.every()], [f"ab.systems.{n}" for n in systems.NAMES])
+
+
+class CompareTest(unittest.TestCase):
+    """ab compare: B's patched/stock against A's, Welch's test on the two
+    runs' log-ratios, Holm across the comparisons, five verdicts."""
+
+    def dirs(self, *shifts):
+        top = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, top, True)
+        out = []
+        for i, shift in enumerate(shifts):
+            d = os.path.join(top, f"r{i}")
+            os.makedirs(d)
+            with open(os.path.join(d, "results.json"), "w") as f:
+                json.dump(FamilyTest.doc(None, shift, f"r{i}"), f)
+            out.append(d)
+        return out
+
+    def test_by_hand(self):
+        from ab import compare
+        a, b = self.dirs(0.9, 0.7)
+        [row] = compare.compare(report.load(a), report.load(b))
+        ra, rb, t = row["a"], row["b"], row["change"]
+        self.assertAlmostEqual(t["ratio"], rb["ratio"] / ra["ratio"])
+        va, vb = ra["log_se"] ** 2, rb["log_se"] ** 2
+        df = (va + vb) ** 2 / (va ** 2 / 7 + vb ** 2 / 7)
+        tt = (rb["log_mean"] - ra["log_mean"]) / math.sqrt(va + vb)
+        self.assertAlmostEqual(t["p"], stats.student_t_p(tt, df))
+        # alone in its family, Holm is the test itself
+        self.assertEqual(t["p_adj"], t["p"])
+        self.assertEqual(stats.verdict(t, True, t["p_adj"]), "better")
+        self.assertEqual(stats.verdict(compare.compare(report.load(b), report.load(a))[0]["change"], True,
+                                       None), "worse")
+
+    def test_the_same_is_level_and_a_small_change_inconclusive(self):
+        from ab import compare
+        a, b, c = self.dirs(0.9, 0.9, 0.94)
+        [row] = compare.compare(report.load(a), report.load(b))
+        self.assertAlmostEqual(row["change"]["ratio"], 1.0)
+        self.assertEqual(stats.verdict(row["change"], True, row["change"]["p_adj"]), "level")
+        [row] = compare.compare(report.load(a), report.load(c), margin=0.01)
+        self.assertNotEqual(stats.verdict(row["change"], True, row["change"]["p_adj"]), "level")
+        self.assertIsNotNone(compare.mde(row["change"]))
+
+    def test_the_command(self):
+        import contextlib
+        import io
+        from ab import __main__ as cli
+        a, b = self.dirs(0.9, 0.7)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(cli.main(["compare", a, b]), 0)
+        self.assertIn(f"patched/stock in B against A (A: {a}, B: {b})", out.getvalue())
+        self.assertRegex(out.getvalue(), r"\| far / small \| stock default \| 0\.91 \(8\) \| 0\.71 \(8\) \| "
+                         r"0\.778 \[0\.7\d, 0\.7\d\] p=\S+ \| better \| 1\.\d\dx \|")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(cli.main(["compare", a, os.path.join(a, "missing")]), 2)
+        self.assertIn("error: compare:", err.getvalue())
