@@ -166,6 +166,20 @@ class Daemon:
         return os.path.join(AB_RUN, self.flavour, "exec", "runtime-runc", "moby")
 
 
+def commit_of(rev):
+    """The full hash of the project's commit rev, or None."""
+    p = subprocess.run(["git", "-C", ROOT, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                       capture_output=True, text=True)
+    return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else None
+
+
+def build_commit(sha):
+    """bin/dockerd-commit-<sha>: the patched daemon of the project's commit
+    sha (12 hex digits or more), built by hack/stack/build-commit.sh unless
+    it is there."""
+    sh(os.path.join(STACK, "build-commit.sh"), sha, capture=False)
+
+
 def node_binary():
     """The host's Node.js, the binary hack/hosts/images.sh copies into ab/node."""
     n = shutil.which("node") or shutil.which("nodejs")

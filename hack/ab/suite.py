@@ -39,7 +39,9 @@ class Flavour:
     daemon: dict
     # The dockerd its test host runs: bin/dockerd-<binary>, its own by
     # default. binary = "stock" in [flavor.patched] makes an A/A run: both
-    # hosts run the same binary, and any difference is the harness's.
+    # hosts run the same binary, and any difference is the harness's;
+    # "commit:<rev>" (stored as commit-<12 hex digits>) runs the patched
+    # daemon of a commit of the project, so that two commits take turns.
     binary: str = None
     system: str = "dockerd"  # what runs it (ab.systems)
 
@@ -308,7 +310,8 @@ class Validator:
                 for k, v in daemon.items():
                     if isinstance(v, list) and not v:
                         self.fail(fw + ("daemon",), f"daemon.{k}: an empty list scans nothing")
-            out[name] = Flavour(name, daemon, t.get("binary"), sysname)
+            binary = sysm.binary_of(self, fw, t.get("binary")) if "binary" in sysm.TABLE_KEYS else None
+            out[name] = Flavour(name, daemon, binary, sysname)
         return out
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start and stop one flavour of dockerd as an isolated test host.
 #
-#   hack/hosts/daemon.sh up <stock|patched> [--config FILE] [--binary stock|patched]
+#   hack/hosts/daemon.sh up <stock|patched> [--config FILE] [--binary stock|patched|commit-<12 hex>]
 #                                                             start; prints `export DOCKER_HOST=...`;
 #                                                             --binary: run bin/dockerd-<binary> in
 #                                                             this host (an A/A run), its own by default
@@ -111,7 +111,12 @@ cmd_up() {
 		--binary)
 			case "${2:-}" in
 			stock | patched) DOCKERD=$AB_ROOT/bin/dockerd-$2 ;;
-			*) die "up: --binary: want stock or patched, got '${2:-}'" ;;
+			commit-[0-9a-f]*)
+				[[ $2 =~ ^commit-[0-9a-f]{12}$ ]] || die "up: --binary: want commit-<12 hex digits>, got '$2'"
+				DOCKERD=$AB_ROOT/bin/dockerd-$2
+				[ -x "$DOCKERD" ] || die "$DOCKERD is missing: hack/stack/build-commit.sh ${2#commit-} builds it"
+				;;
+			*) die "up: --binary: want stock, patched or commit-<12 hex digits>, got '${2:-}'" ;;
 			esac
 			shift 2
 			;;

@@ -1,7 +1,8 @@
 """System dockerd: the stock and the patched daemon, each in its test host
 (hosts.Daemon over hack/hosts/daemon.sh). A flavour's daemon table is daemon.json
 keys merged over the test host's; binary picks the dockerd it runs (an A/A
-run runs stock in both). Its containers (the checkpoint kind) are docker's:
+run runs stock in both; "commit:<rev>" the patched daemon of a commit of
+this project, so that two commits take turns in one run). Its containers (the checkpoint kind) are docker's:
 run, logs, checkpoint create, start --checkpoint, rm; the overhead kind's
 are docker's too (exec into a running container; run on a network)."""
 import contextlib
@@ -25,10 +26,25 @@ WORKLOADS = ("run", "cpu", "http", "files", "pingpong")
 NETWORKS = ("bridge", "published", "host")
 
 
+def binary_of(v, w, binary):
+    """The dockerd a flavour's binary names, as bin/dockerd-<it>: stock,
+    patched, or "commit:<rev>", the patched daemon built from a commit of
+    this project (its patches/; hack/stack/build-commit.sh), which resolves
+    to commit-<the commit's first 12 hex digits>; None: the flavour's own."""
+    if binary is None or binary in FLAVOURS:
+        return binary
+    if isinstance(binary, str) and binary.startswith("commit:"):
+        rev = binary.removeprefix("commit:")
+        sha = hosts.commit_of(rev) if rev and not rev.startswith("-") else None
+        if not sha:
+            v.fail(w + ("binary",), f"binary: {binary!r}: no commit {rev!r} in this project's history")
+        return f"commit-{sha[:12]}"
+    v.fail(w + ("binary",), f"binary: want one of {', '.join(FLAVOURS)} (bin/dockerd-<binary>) or "
+           f"\"commit:<rev>\" (the patched daemon of a commit of this project), got {binary!r}")
+
+
 def validate(v, w, t, name):
-    binary = t.get("binary")
-    if binary is not None and binary not in FLAVOURS:
-        v.fail(w + ("binary",), f"binary: want one of {', '.join(FLAVOURS)} (bin/dockerd-<binary>), got {binary!r}")
+    binary_of(v, w, t.get("binary"))
     daemon = v.typed(t.get("daemon", {}), (dict, list), w + ("daemon",), "a table of daemon.json keys")
     for d in daemon if isinstance(daemon, list) else []:
         v.typed(d, dict, w + ("daemon",), "a list of tables of daemon.json keys")
@@ -36,6 +52,8 @@ def validate(v, w, t, name):
 
 
 def start(name, flavour, images):
+    if flavour.dockerd.startswith("commit-"):
+        hosts.build_commit(flavour.dockerd.removeprefix("commit-"))
     d = hosts.Daemon(name)
     d.up(flavour.variants()[0], binary=flavour.dockerd)
     if images:

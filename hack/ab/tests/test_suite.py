@@ -81,6 +81,38 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
             with self.subTest(margin=bad):
                 self.assertRegex(self.error(f"margin = {bad}\n" + GOOD), r":1: margin: want the equivalence margin")
 
+    def test_binary_of_a_commit(self):
+        """binary = "commit:<rev>": the patched daemon of a commit of this
+        project, resolved when the suite loads; a rev that names no commit
+        is refused, naming it."""
+        import subprocess
+        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              cwd=os.path.dirname(__file__), check=True).stdout.strip()
+        s = load(GOOD.replace("[flavor.stock]\n", '[flavor.stock]\nbinary = "commit:HEAD"\n'))
+        self.assertEqual(s.flavours["stock"].dockerd, f"commit-{head[:12]}")
+        self.assertEqual(s.flavours["patched"].dockerd, "patched")
+        for bad in ("commit:no-such-rev", "commit:", "commit:--all"):
+            with self.subTest(binary=bad):
+                self.assertRegex(self.error(GOOD.replace("[flavor.stock]\n", f'[flavor.stock]\nbinary = "{bad}"\n')),
+                                 r"binary: .*no commit")
+        self.assertRegex(self.error(GOOD.replace("[flavor.stock]\n", '[flavor.stock]\nbinary = 3\n')),
+                         r'binary: want one of stock, patched .* or "commit:<rev>"')
+
+    def test_a_commit_binary_is_built_before_its_host_starts(self):
+        from unittest import mock
+        from ab import hosts
+        from ab.systems import dockerd
+        s = load(GOOD.replace("[flavor.stock]\n", '[flavor.stock]\nbinary = "commit:HEAD"\n'))
+        calls = []
+        fake = mock.Mock()
+        with mock.patch.object(hosts, "build_commit", lambda sha: calls.append(("build", sha))), \
+                mock.patch.object(hosts, "Daemon", lambda name: calls.append(("up", name)) or fake):
+            dockerd.start("stock", s.flavours["stock"], [])
+            dockerd.start("patched", s.flavours["patched"], [])
+        self.assertEqual([c[0] for c in calls], ["build", "up", "up"])
+        self.assertEqual(calls[0][1], s.flavours["stock"].dockerd.removeprefix("commit-"))
+        fake.up.assert_any_call({"max-concurrent-downloads": 1}, binary=s.flavours["stock"].dockerd)
+
     def test_too_few_repetitions_warn(self):
         """Below stats.MIN_PAIRS repetitions no comparison can give a
         verdict: the suite loads, with a warning naming it and the key."""
