@@ -9,7 +9,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 BATS ?= bats
-# Debian's python3: the harness plots with Debian's python3-matplotlib.
+# Debian's python3: the harness plots with Debian's python3-matplotlib and takes its distributions from python3-scipy.
 PYTHON ?= /usr/bin/python3
 SUITE ?= default
 # Moby packages whose unit tests `make test` runs: the ones the series touches

@@ -46,7 +46,7 @@ APT_PACKAGES=(
 	bats bats-support bats-assert hyperfine wrk fio shellcheck
 	# the node test image copies the host's Node.js (any build will do)
 	nodejs
-	python3 python3-matplotlib python3-numpy
+	python3 python3-matplotlib python3-numpy python3-scipy
 	# CRIU's build
 	libprotobuf-c-dev libnl-3-dev libnet1-dev libcap-dev libbsd-dev protobuf-c-compiler
 	protobuf-compiler libprotobuf-dev python3-protobuf libnftables-dev uuid-dev libgnutls28-dev
@@ -86,7 +86,7 @@ APT_PACKAGES=(
 RUN_PACKAGES=(
 	iproute2 nftables iptables kmod util-linux bsdextrautils procps psmisc jq curl make
 	busybox-static tini docker-registry hyperfine wrk fio nodejs
-	python3 python3-matplotlib python3-numpy
+	python3 python3-matplotlib python3-numpy python3-scipy
 )
 
 CHECK=0
