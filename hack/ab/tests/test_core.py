@@ -700,3 +700,32 @@ class CompareTest(unittest.TestCase):
         with contextlib.redirect_stderr(err):
             self.assertEqual(cli.main(["compare", a, os.path.join(a, "missing")]), 2)
         self.assertIn("error: compare:", err.getvalue())
+
+
+class ForestTest(unittest.TestCase):
+    """ab.forest draws the comparisons of the runs its spec lists, as the
+    reports compute them."""
+
+    def test_rows_and_drawing(self):
+        from ab import forest
+        top = tempfile.mkdtemp(dir=os.path.join(os.path.dirname(__file__)))
+        self.addCleanup(shutil.rmtree, top, True)
+        for i, shift in enumerate([0.5, 1.0]):
+            os.makedirs(os.path.join(top, f"r{i}"))
+            with open(os.path.join(top, f"r{i}", "results.json"), "w") as f:
+                json.dump(FamilyTest.doc(None, shift, f"r{i}"), f)
+        rel = os.path.relpath(top, hosts.ROOT)
+        spec = {"title": "t", "runs": [{"dir": f"{rel}/r0", "label": "half"}, {"dir": f"{rel}/r1", "label": "same"}]}
+        drawn = forest.rows(spec)
+        self.assertEqual([(d[0], d[2]) for d in drawn], [("half", "stock default"), ("same", "stock default")])
+        want = report.comparisons(report.load(os.path.join(top, "r0")))[0]["vs_default"]
+        self.assertAlmostEqual(drawn[0][3]["ratio"], want["ratio"])
+        self.assertAlmostEqual(drawn[0][3]["lo"], want["lo"])
+        out = os.path.join(top, "forest.png")
+        forest.draw(spec, out)
+        with open(out, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        with open(os.path.join(top, "forest.md")) as f:
+            md = f.read()
+        self.assertRegex(md, r"\| half \| far / small \| stock default \| 0\.50 \[0\.50, 0\.51\] \| 8 \| better \|")
+        self.assertRegex(md, r"\| same \| far / small \| stock default \| 1\.01 ")
