@@ -88,14 +88,14 @@ class PullSuiteTest(SuiteErrors, unittest.TestCase):
 
 class PullReportTest(unittest.TestCase):
     def test_congestion_column(self):
-        from ab.kinds import pull
+        from ab.kinds import pull_report
         got = {"registry": "cubic", "host": "cubic", "default": "bbr"}
-        self.assertEqual(pull.congestion({"congestion": "cubic"}, {"congestion": got}), "cubic")
+        self.assertEqual(pull_report.congestion({"congestion": "cubic"}, {"congestion": got}), "cubic")
         # a route that did not take the setting is shown, not hidden
-        self.assertEqual(pull.congestion({"congestion": "reno"}, {"congestion": got}), "**cubic** (configured reno)")
-        self.assertEqual(pull.congestion({"congestion": "cubic"}, {}), "cubic (not read back)")
+        self.assertEqual(pull_report.congestion({"congestion": "reno"}, {"congestion": got}), "**cubic** (configured reno)")
+        self.assertEqual(pull_report.congestion({"congestion": "cubic"}, {}), "cubic (not read back)")
         # results from before the link set it
-        self.assertEqual(pull.congestion({}, {"rtt_ms": 120}), "the machine's default")
+        self.assertEqual(pull_report.congestion({}, {"rtt_ms": 120}), "the machine's default")
 
     def test_report_from_results(self):
         doc = {"suite": "t", "kind": "pull", "repetitions": 3, "started": "x", "finished": "y",
@@ -235,6 +235,7 @@ class PullTimelineTest(unittest.TestCase):
         import tempfile
         import types
         from ab.kinds import pull
+        from ab.kinds import pull_report
         from ab.tests.test_timeline import log
         with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as out:
             with open(os.path.join(tmp, "proxy-capped.log"), "w") as f:
@@ -250,10 +251,10 @@ class PullTimelineTest(unittest.TestCase):
                              ("patched", 1, 4.0, 1, 2))
             for name in ("timeline.json", "timeline.md", "timeline.png"):
                 self.assertTrue(os.path.exists(os.path.join(out, "timeline-capped", name)), name)
-            md = pull.timeline_table({"link": {"profiles": {"capped": rec}}})
+            md = pull_report.timeline_table({"link": {"profiles": {"capped": rec}}})
             self.assertIn("| capped ([timeline](timeline-capped/timeline.md)) | patched | 1 | 4.00 s | 2 | 1 |", md)
             # no proxy in front of the registry: nothing
             rec2 = {}
             pull.timeline(r, rec2, pull.Profile(name="clean"), "", pull.Profile(name="clean"))
             self.assertEqual(rec2, {})
-            self.assertEqual(pull.timeline_table({"link": {"profiles": {"clean": rec2}}}), "")
+            self.assertEqual(pull_report.timeline_table({"link": {"profiles": {"clean": rec2}}}), "")
