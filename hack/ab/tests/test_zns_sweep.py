@@ -11,7 +11,7 @@ import textwrap
 import unittest
 
 from ab import report, runner, suite, zns
-from ab.kinds import zns_sweep
+from ab.kinds import zns_sweep, zns_sweep_report
 
 MiB = 1 << 20
 
@@ -197,25 +197,25 @@ class ChoiceAndVerdictTest(unittest.TestCase):
                     entry("oracle", seed, "report", 0, 0.9, 0, 1.01 + (0.001 if seed % 2 else -0.001))]
         doc = {"results": res, "sweep": {"reserves": [0], "fills": [0.9],
                                          "policies": ["shared-log", "multi-log", "zone-pack", "oracle"]}}
-        got = {v["policy"]: (v["verdict"], v["on"]) for v in zns_sweep.verdicts(doc)}
+        got = {v["policy"]: (v["verdict"], v["on"]) for v in zns_sweep_report.verdicts(doc)}
         self.assertEqual(got, {"shared-log": ("wins", "write amplification"), "multi-log": ("wins", "failed creates"),
                                "oracle": ("ties", "")})
         for e in res:
             if e["policy"] == "multi-log":
                 e["metrics"]["failed"] = 0
-        got = {v["policy"]: v["verdict"] for v in zns_sweep.verdicts(doc)}
+        got = {v["policy"]: v["verdict"] for v in zns_sweep_report.verdicts(doc)}
         self.assertEqual(got["multi-log"], "loses")  # its WA 1.00 under zone-pack's 1.01
         for e in res:  # zone-pack fails one more create on two seeds: lower WA for more failures
             if e["policy"] == "zone-pack" and e["seed"] in (11, 12):
                 e["metrics"]["failed"] = 1
-        got = {v["policy"]: v["verdict"] for v in zns_sweep.verdicts(doc)}
+        got = {v["policy"]: v["verdict"] for v in zns_sweep_report.verdicts(doc)}
         self.assertEqual(got["shared-log"], "mixed")
 
     def test_mean_ci(self):
-        m, lo, hi = zns_sweep.mean_ci([1.0, 2.0, 3.0, 4.0])
+        m, lo, hi = zns_sweep_report.mean_ci([1.0, 2.0, 3.0, 4.0])
         self.assertEqual(m, 2.5)
         self.assertTrue(1.0 <= lo < 2.5 < hi <= 4.0)
-        self.assertEqual(zns_sweep.mean_ci([]), (None, None, None))
+        self.assertEqual(zns_sweep_report.mean_ci([]), (None, None, None))
 
 
 class RunTest(unittest.TestCase):
