@@ -729,3 +729,19 @@ class ForestTest(unittest.TestCase):
             md = f.read()
         self.assertRegex(md, r"\| half \| far / small \| stock default \| 0\.50 \[0\.50, 0\.51\] \| 8 \| better \|")
         self.assertRegex(md, r"\| same \| far / small \| stock default \| 1\.01 ")
+
+
+class ModuleSizeTest(unittest.TestCase):
+    def test_no_module_over_600_lines(self):
+        root = os.path.join(os.path.dirname(__file__), "..")
+        big = []
+        for d, _, files in os.walk(root):
+            if os.path.basename(d) == "tests":
+                continue
+            for f in files:
+                if f.endswith(".py"):
+                    with open(os.path.join(d, f)) as fh:
+                        n = sum(1 for _ in fh)
+                    if n > 600:
+                        big.append(f"{os.path.relpath(os.path.join(d, f), root)}: {n}")
+        self.assertEqual(big, [])
