@@ -10,6 +10,7 @@ import math
 import os
 
 from . import kinds, stats, systems
+from .report_text import STATISTICS
 
 # the flavours the patched daemon is compared with besides stock: those of
 # the other systems (ab.systems); a kind's own flavours (runc's floor) are not
@@ -422,36 +423,6 @@ def order_effects(doc, rows=None):
     return [g for g in groups.values() if g["first"] or g["second"]]
 
 
-STATISTICS = (
-    "Times in seconds (lower is better) unless marked req/s. Stock and patched samples of the same repetition "
-    "(the flavours take turns in an order drawn per repetition, each in each place equally often) are pairs; n is "
-    "the number of pairs. A ratio is patched/stock, the geometric mean of the pairs' ratios, with the interval of a "
-    "paired t-test on the pairs' log-ratios; p is that test's, Holm-adjusted across every comparison of the "
-    "summary, and the interval is at the level Holm tested the comparison at (1 - 0.05/(m - j) for the j-th "
-    "smallest p of m while every smaller one was significant, and for the rest the level of the step that "
-    "stopped), wider than 95%, so that it excludes 1 exactly when the adjusted p is below 0.05. A verdict is one "
-    "of five words: \"better\" or \"worse\" when the adjusted p is below 0.05 and an exact sign-flip permutation "
-    "test on the same log-ratios, which assumes no normality, agrees at 0.05 (sign-flip p, uncorrected across the "
-    "summary; its smallest with n pairs is 2/2^n); \"level\" when the interval lies within the suite's "
-    "equivalence margin (1 +- margin, 5% unless the suite says otherwise); \"inconclusive\" otherwise, with the "
-    "reason where there is one (a t-test the sign-flip test does not confirm, failed repetitions, too few pairs); "
-    "\"failed\" when no repetition gave a pair. A difference not found is not \"level\": MDE is the ratio the "
-    "comparison's test finds with 80% power at its level, from its own spread and n, so an inconclusive cell "
-    "with an MDE of 1.30x can hide a 1.2x change. Where the sign-flip test finds a difference after Holm that "
-    "the t-test does not, it is marked in bold. Below "
-    f"{stats.MIN_PAIRS} pairs there is no verdict (\"inconclusive (too few pairs)\"): the check could not "
-    "confirm one. "
-    "Stock's best setting of a scan is picked after the fact on the same samples: "
-    "its p (both tests') is multiplied by the number of settings scanned before the Holm adjustment, and its "
-    "interval's 0.05 is divided by it. Ratios in the sections below the summary are paired by repetition too, "
-    "with a 95% interval, unadjusted, and the t-test's p, uncorrected (no verdict). failed: samples that failed. A "
-    "repetition that failed on either side (or gave no value) is no pair, and it is counted: a comparison with any "
-    "reads \"inconclusive (k failed)\" (\"failed\" when none is left) with its n, the ratio, interval and p of the pairs left "
-    "beside it, since a side that fails on its slow runs would look faster on those. Below the summary, the order: "
-    "the mean log-ratio of the pairs in which patched ran first and of those in which it ran second, a "
-    "diagnostic, not a verdict (results from before the order was recorded have none).")
-
-
 def header(doc, run):
     """The top of every report: title, description, the suite file and how
     it ran (run: what kind of run it was), the machine."""
@@ -483,6 +454,23 @@ def host_lines(doc):
             + " (pressure: PSI's \"some avg10\", the share of the last 10 s some task waited)"] if parts else []
 
 
+def aa_rate(doc):
+    """An A/A run's false-positive rate: the share of its comparisons the
+    summary calls better or worse (each a comparison of a daemon with
+    itself), beside the nominal rate ("" when it has none)."""
+    if not doc.get("results") or kinds.get(doc["kind"]).summary_table is not None:
+        return ""
+    judged = [(t, r["lower_is_better"]) for r in comparisons(doc) for t in tests_of([r])
+              if not t["too_few"] and t["p"] is not None]
+    if not judged:
+        return ""
+    fp = sum(stats.decided(stats.verdict(t, lower, t.get("p_adj"))) for t, lower in judged)
+    unadjusted = sum(t["p"] < stats.ALPHA for t, _ in judged)
+    return (f". False positives: {fp} of {len(judged)} comparisons called better or worse ({fp / len(judged):.1%}; "
+            f"Holm keeps the chance of any in a report at or below 5%); before Holm {unadjusted} had p < 0.05 "
+            f"({unadjusted / len(judged):.1%}, nominal 5%)")
+
+
 def provenance_lines(doc):
     """Where the results come from (results.json's provenance), and a warning
     when the patched daemon that ran was not built from the series named."""
@@ -499,8 +487,9 @@ def provenance_lines(doc):
     binaries = {f: v.get("binary", f"dockerd-{f}") for f, v in ds.items()}
     if len(binaries) == 2 and len(set(binaries.values())) == 1:
         out.append(f"- **A/A run: both test hosts run {next(iter(binaries.values()))}**; any difference "
-                   "found is the harness's or the machine's, not a patch's")
-    elif pv and p.get("series") and not pv.endswith("+ab." + p["series"]):
+                   "found is the harness's or the machine's, not a patch's" + aa_rate(doc))
+    elif pv and p.get("series") and not pv.endswith("+ab." + p["series"]) and \
+            not binaries.get("patched", "").startswith("dockerd-commit-"):
         out.append(f"- **warning: the patched daemon that ran reports {pv}, not the series `{p['series']}` "
                    "of the patches/ it ran beside: its binary is stale (make build)**")
     return out

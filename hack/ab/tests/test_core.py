@@ -745,3 +745,20 @@ class ModuleSizeTest(unittest.TestCase):
                     if n > 600:
                         big.append(f"{os.path.relpath(os.path.join(d, f), root)}: {n}")
         self.assertEqual(big, [])
+
+
+class AATest(unittest.TestCase):
+    """An A/A run's report states its false-positive rate."""
+
+    def test_rate_stated(self):
+        doc = FamilyTest.doc(None, 1.0)
+        doc["daemons"] = {"stock": {"version": "a", "binary": "dockerd-stock"},
+                          "patched": {"version": "a", "binary": "dockerd-stock"}}
+        doc["provenance"] = {"series": "x", "upstream": {}}
+        lines = report.provenance_lines(doc)
+        self.assertRegex(lines[-1], r"^- \*\*A/A run: both test hosts run dockerd-stock\*\*.*False positives: "
+                         r"\d of 1 comparisons called better or worse \(\d+\.\d%; Holm keeps .*before Holm \d had "
+                         r"p < 0\.05")
+        # not an A/A run: no rate
+        doc["daemons"]["patched"]["binary"] = "dockerd-patched"
+        self.assertNotIn("False positives", "\n".join(report.provenance_lines(doc)))

@@ -1,0 +1,32 @@
+"""The paragraph every summary's report prints above its table: how the
+ratios, intervals, p-values and verdicts are made (ab.stats, ab.report)."""
+from . import stats
+
+STATISTICS = (
+    "Times in seconds (lower is better) unless marked req/s. Stock and patched samples of the same repetition "
+    "(the flavours take turns in an order drawn per repetition, each in each place equally often) are pairs; n is "
+    "the number of pairs. A ratio is patched/stock, the geometric mean of the pairs' ratios, with the interval of a "
+    "paired t-test on the pairs' log-ratios; p is that test's, Holm-adjusted across every comparison of the "
+    "summary, and the interval is at the level Holm tested the comparison at (1 - 0.05/(m - j) for the j-th "
+    "smallest p of m while every smaller one was significant, and for the rest the level of the step that "
+    "stopped), wider than 95%, so that it excludes 1 exactly when the adjusted p is below 0.05. A verdict is one "
+    "of five words: \"better\" or \"worse\" when the adjusted p is below 0.05 and an exact sign-flip permutation "
+    "test on the same log-ratios, which assumes no normality, agrees at 0.05 (sign-flip p, uncorrected across the "
+    "summary; its smallest with n pairs is 2/2^n); \"level\" when the interval lies within the suite's "
+    "equivalence margin (1 +- margin, 5% unless the suite says otherwise); \"inconclusive\" otherwise, with the "
+    "reason where there is one (a t-test the sign-flip test does not confirm, failed repetitions, too few pairs); "
+    "\"failed\" when no repetition gave a pair. A difference not found is not \"level\": MDE is the ratio the "
+    "comparison's test finds with 80% power at its level, from its own spread and n, so an inconclusive cell "
+    "with an MDE of 1.30x can hide a 1.2x change. Where the sign-flip test finds a difference after Holm that "
+    "the t-test does not, it is marked in bold. Below "
+    f"{stats.MIN_PAIRS} pairs there is no verdict (\"inconclusive (too few pairs)\"): the check could not "
+    "confirm one. "
+    "Stock's best setting of a scan is picked after the fact on the same samples: "
+    "its p (both tests') is multiplied by the number of settings scanned before the Holm adjustment, and its "
+    "interval's 0.05 is divided by it. Ratios in the sections below the summary are paired by repetition too, "
+    "with a 95% interval, unadjusted, and the t-test's p, uncorrected (no verdict). failed: samples that failed. A "
+    "repetition that failed on either side (or gave no value) is no pair, and it is counted: a comparison with any "
+    "reads \"inconclusive (k failed)\" (\"failed\" when none is left) with its n, the ratio, interval and p of the pairs left "
+    "beside it, since a side that fails on its slow runs would look faster on those. Below the summary, the order: "
+    "the mean log-ratio of the pairs in which patched ran first and of those in which it ran second, a "
+    "diagnostic, not a verdict (results from before the order was recorded have none).")
