@@ -51,6 +51,8 @@ APT_PACKAGES=(
 	libprotobuf-c-dev libnl-3-dev libnet1-dev libcap-dev libbsd-dev protobuf-c-compiler
 	protobuf-compiler libprotobuf-dev python3-protobuf libnftables-dev uuid-dev libgnutls28-dev
 	libaio-dev
+	# the results' history page, tested rendered (hack/ab/tests/test_history.py)
+	chromium
 	# zoned-device tests (QEMU)
 	qemu-system-x86
 	# device-mapper faults under a checkpoint directory in the guest
