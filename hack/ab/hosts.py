@@ -1,5 +1,6 @@
 """The test hosts: thin wrappers over hack/hosts/daemon.sh, registry.sh, link.sh and
 images.sh, so that the harness and the shell suites share one implementation."""
+import hashlib
 import json
 import os
 import shutil
@@ -171,6 +172,63 @@ def commit_of(rev):
     p = subprocess.run(["git", "-C", ROOT, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
                        capture_output=True, text=True)
     return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else None
+
+
+def series_of(commit):
+    """The series hash of a commit's patches/ (hack/stack/patches.sh hash of
+    its tree: sha256 of patches/series and every patch it lists, in order,
+    the first 10 hex digits), read from git's objects (one cat-file for all
+    of them); None without a series file."""
+    def blobs(paths):
+        req = "".join(f"{commit}:{p}\n" for p in paths).encode()
+        out = subprocess.run(["git", "-C", ROOT, "cat-file", "--batch"], input=req, capture_output=True).stdout
+        got, i = [], 0
+        for _ in paths:
+            nl = out.index(b"\n", i)
+            head = out[i:nl].split()
+            if head[-1] == b"missing":
+                got.append(None)
+                i = nl + 1
+                continue
+            size = int(head[2])
+            got.append(out[nl + 1:nl + 1 + size])
+            i = nl + 1 + size + 1
+        return got
+    [series] = blobs(["patches/series"])
+    if series is None:
+        return None
+    names = [x for x in series.decode().splitlines() if x.strip() and not x.startswith("#")]
+    h = hashlib.sha256(series)
+    for b in blobs([f"patches/{x}" for x in names]):
+        h.update(b or b"")
+    return h.hexdigest()[:10]
+
+
+def commit_of_series(series):
+    """A commit of the project whose patches/ is the series whose hash
+    (series_of) starts with series: the last that changed patches/ and kept
+    it that series (any commit with the same patches/ builds the same
+    patched daemon), or None."""
+    log = subprocess.run(["git", "-C", ROOT, "log", "--format=%H", "--", "patches/series"],
+                         capture_output=True, text=True)
+    for c in log.stdout.split():
+        # a commit that changed patches/series starts the series it names;
+        # later commits that only touched a patch file are found below
+        if (series_of(c) or "").startswith(series):
+            return newest_with_series(c, series)
+    return None
+
+
+def newest_with_series(start, series):
+    """The newest commit after start on the current history that changed
+    patches/ and kept series (a patch reworded, its series file the same),
+    else start."""
+    log = subprocess.run(["git", "-C", ROOT, "log", "--format=%H", f"{start}..HEAD", "--", "patches"],
+                         capture_output=True, text=True)
+    for c in log.stdout.split():
+        if (series_of(c) or "").startswith(series):
+            return c
+    return start
 
 
 def build_commit(sha):

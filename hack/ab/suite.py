@@ -40,8 +40,9 @@ class Flavour:
     # The dockerd its test host runs: bin/dockerd-<binary>, its own by
     # default. binary = "stock" in [flavor.patched] makes an A/A run: both
     # hosts run the same binary, and any difference is the harness's;
-    # "commit:<rev>" (stored as commit-<12 hex digits>) runs the patched
-    # daemon of a commit of the project, so that two commits take turns.
+    # "commit:<rev>" or "series:<hash>" (stored as commit-<12 hex digits>)
+    # runs the patched daemon of a commit of the project, so that two
+    # commits take turns.
     binary: str = None
     system: str = "dockerd"  # what runs it (ab.systems)
 

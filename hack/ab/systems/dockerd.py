@@ -6,6 +6,7 @@ this project, so that two commits take turns in one run). Its containers (the ch
 run, logs, checkpoint create, start --checkpoint, rm; the overhead kind's
 are docker's too (exec into a running container; run on a network)."""
 import contextlib
+import re
 
 from .. import hosts
 
@@ -28,9 +29,11 @@ NETWORKS = ("bridge", "published", "host")
 
 def binary_of(v, w, binary):
     """The dockerd a flavour's binary names, as bin/dockerd-<it>: stock,
-    patched, or "commit:<rev>", the patched daemon built from a commit of
-    this project (its patches/; hack/stack/build-commit.sh), which resolves
-    to commit-<the commit's first 12 hex digits>; None: the flavour's own."""
+    patched, "commit:<rev>", the patched daemon built from a commit of this
+    project (its patches/; hack/stack/build-commit.sh), or "series:<hash>",
+    that of a commit whose patches/ is that series (hosts.commit_of_series),
+    each resolving to commit-<the commit's first 12 hex digits>; None: the
+    flavour's own."""
     if binary is None or binary in FLAVOURS:
         return binary
     if isinstance(binary, str) and binary.startswith("commit:"):
@@ -39,8 +42,18 @@ def binary_of(v, w, binary):
         if not sha:
             v.fail(w + ("binary",), f"binary: {binary!r}: no commit {rev!r} in this project's history")
         return f"commit-{sha[:12]}"
-    v.fail(w + ("binary",), f"binary: want one of {', '.join(FLAVOURS)} (bin/dockerd-<binary>) or "
-           f"\"commit:<rev>\" (the patched daemon of a commit of this project), got {binary!r}")
+    if isinstance(binary, str) and binary.startswith("series:"):
+        series = binary.removeprefix("series:")
+        if not re.fullmatch(r"[0-9a-f]{6,10}", series):
+            v.fail(w + ("binary",), f"binary: {binary!r}: a series hash is 6 to 10 hex digits "
+                   "(the +ab.<hash> of the patched daemon's version)")
+        sha = hosts.commit_of_series(series)
+        if not sha:
+            v.fail(w + ("binary",), f"binary: {binary!r}: no commit of this project has the series {series}")
+        return f"commit-{sha[:12]}"
+    v.fail(w + ("binary",), f"binary: want one of {', '.join(FLAVOURS)} (bin/dockerd-<binary>), "
+           f"\"commit:<rev>\" or \"series:<hash>\" (the patched daemon of a commit of this project, or of "
+           f"one whose patches/ is that series), got {binary!r}")
 
 
 def validate(v, w, t, name):

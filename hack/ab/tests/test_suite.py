@@ -96,7 +96,35 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
                 self.assertRegex(self.error(GOOD.replace("[flavor.stock]\n", f'[flavor.stock]\nbinary = "{bad}"\n')),
                                  r"binary: .*no commit")
         self.assertRegex(self.error(GOOD.replace("[flavor.stock]\n", '[flavor.stock]\nbinary = 3\n')),
-                         r'binary: want one of stock, patched .* or "commit:<rev>"')
+                         r'binary: want one of stock, patched .*"commit:<rev>" or "series:<hash>"')
+
+    def test_binary_of_a_series(self):
+        """binary = "series:<hash>": the patched daemon of a commit whose
+        patches/ is that series; its hash is patches.sh's, read from git."""
+        import hashlib
+        import subprocess
+        from ab import hosts
+        root = os.path.join(os.path.dirname(__file__), "..", "..", "..")
+        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=root,
+                              check=True).stdout.strip()
+        # the series of HEAD, as hack/stack/patches.sh's dir_digest computes it
+        # from the files (HEAD's, in a clean checkout of it)
+        shown = lambda p: subprocess.run(["git", "show", f"HEAD:{p}"], capture_output=True, cwd=root,
+                                         check=True).stdout
+        series = shown("patches/series")
+        h = hashlib.sha256(series)
+        for line in series.decode().splitlines():
+            if line.strip() and not line.startswith("#"):
+                h.update(shown(f"patches/{line}"))
+        want = h.hexdigest()[:10]
+        self.assertEqual(hosts.series_of(head), want)
+        sha = hosts.commit_of_series(want)
+        self.assertEqual(hosts.series_of(sha), want)
+        s = load(GOOD.replace("[flavor.stock]\n", f'[flavor.stock]\nbinary = "series:{want}"\n'))
+        self.assertEqual(s.flavours["stock"].dockerd, f"commit-{sha[:12]}")
+        for bad, msg in (("series:zzz", "6 to 10 hex digits"), ("series:0000000000", "no commit of this project")):
+            with self.subTest(binary=bad):
+                self.assertIn(msg, self.error(GOOD.replace("[flavor.stock]\n", f'[flavor.stock]\nbinary = "{bad}"\n')))
 
     def test_a_commit_binary_is_built_before_its_host_starts(self):
         from unittest import mock
