@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # The application images (Debian's nginx, redis, postgres) serve on both
-# flavours, and a restored server answers again (patched).
+# flavors, and a restored server answers again (patched).
 
 load helpers
 

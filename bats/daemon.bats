@@ -12,18 +12,18 @@ teardown() {
 	"$AB_ROOT/hack/hosts/daemon.sh" down stock >/dev/null 2>&1 || true
 }
 
-@test "daemon.sh: an unknown flavour is refused by name" {
+@test "daemon.sh: an unknown flavor is refused by name" {
 	run "$AB_ROOT/hack/hosts/daemon.sh" up nightly
 	assert_failure
-	assert_output --partial "unknown flavour 'nightly' (want stock or patched)"
-	# a peer's test host is no dockerd flavour
+	assert_output --partial "unknown flavor 'nightly' (want stock or patched)"
+	# a peer's test host is no dockerd flavor
 	run "$AB_ROOT/hack/hosts/daemon.sh" up ctrd
 	assert_failure
-	assert_output --partial "unknown flavour 'ctrd' (want stock or patched)"
+	assert_output --partial "unknown flavor 'ctrd' (want stock or patched)"
 	[ ! -e /run/netns/ab-ctrd ]
 }
 
-@test "daemon.sh: a config key that defines the flavour is refused" {
+@test "daemon.sh: a config key that defines the flavor is refused" {
 	echo '{"data-root": "/tmp/elsewhere"}' >"$BATS_TEST_TMPDIR/daemon.json"
 	run "$AB_ROOT/hack/hosts/daemon.sh" up stock --config "$BATS_TEST_TMPDIR/daemon.json"
 	assert_failure
@@ -59,7 +59,7 @@ teardown() {
 	assert_output ""
 }
 
-@test "daemon.sh: a second up of a running flavour is refused" {
+@test "daemon.sh: a second up of a running flavor is refused" {
 	"$AB_ROOT/hack/hosts/daemon.sh" up stock >/dev/null
 	run "$AB_ROOT/hack/hosts/daemon.sh" up stock
 	assert_failure

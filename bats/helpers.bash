@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared set-up for the bats suites: both flavours and the registry, started
+# Shared set-up for the bats suites: both flavors and the registry, started
 # once per file and always stopped.
 
 AB_ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
@@ -20,8 +20,8 @@ load_libs() {
 	return 1
 }
 
-# Start the registry and the given flavours; record each DOCKER_HOST in
-# $BATS_FILE_TMPDIR/<flavour>.env. Images named in AB_IMAGES are loaded.
+# Start the registry and the given flavors; record each DOCKER_HOST in
+# $BATS_FILE_TMPDIR/<flavor>.env. Images named in AB_IMAGES are loaded.
 ab_up() {
 	"$AB_ROOT/hack/hosts/registry.sh" up >/dev/null
 	local f
@@ -45,19 +45,19 @@ ab_down() {
 	return $rc
 }
 
-# A test's teardown: remove the containers it left in the flavour it used.
+# A test's teardown: remove the containers it left in the flavor it used.
 remove_test_containers() {
-	[ -n "${FLAVOUR:-}" ] || return 0
+	[ -n "${FLAVOR:-}" ] || return 0
 	docker rm -f $(docker ps -aq) >/dev/null 2>&1 || true
 }
 
-# use <flavour>: point docker at that flavour's daemon for this test.
+# use <flavor>: point docker at that flavor's daemon for this test.
 use() {
 	. "$BATS_FILE_TMPDIR/$1.env"
-	FLAVOUR=$1
+	FLAVOR=$1
 }
 
-# in_ns <flavour> cmd...: run a command in the flavour's network namespace.
+# in_ns <flavor> cmd...: run a command in the flavor's network namespace.
 in_ns() {
 	local f=$1
 	shift

@@ -12,7 +12,7 @@ setup_file() {
 	(
 		. "$AB_ROOT/hack/lib.sh"
 		ensure_reg_ns
-		ensure_flavour_ns stock
+		ensure_flavor_ns stock
 	)
 	# An HTTP server in the registry's namespace, at the registry's address.
 	cd "$SRV_DIR"

@@ -76,9 +76,9 @@ teardown() {
 	"$AB_ROOT/hack/hosts/daemon.sh" down stock >/dev/null 2>&1 || true
 }
 
-# up_flavour stock|patched: a fresh daemon with debug on (for its goroutine
+# up_flavor stock|patched: a fresh daemon with debug on (for its goroutine
 # profile), patched with every registry adaptive
-up_flavour() {
+up_flavor() {
 	local cfg=$BATS_TEST_TMPDIR/$1.json
 	if [ "$1" = patched ]; then
 		jq -n --argjson a "${PATCHED_CONFIG:-$ADAPTIVE}" '{"debug": true} + $a' >"$cfg"
@@ -102,7 +102,7 @@ start_faultreg() {
 }
 
 
-# goroutines FLAVOUR: the daemon's goroutine count, from its debug endpoint
+# goroutines FLAVOR: the daemon's goroutine count, from its debug endpoint
 goroutines() {
 	curl -s --max-time 5 --unix-socket "/run/moby-ab/$1/docker.sock" 'http://d/debug/pprof/goroutine?debug=1' |
 		sed -n 's/^goroutine profile: total //p'
@@ -147,26 +147,26 @@ large_size() {
 	awk '{ n += $2 } END { print n }' "$BATS_FILE_TMPDIR/large"
 }
 
-# pull_case FLAVOUR FAULTS [faultreg options...]: one pull of $REF through
-# faultreg with FAULTS on a fresh FLAVOUR daemon. Sets, in r_<flavour>_*:
+# pull_case FLAVOR FAULTS [faultreg options...]: one pull of $REF through
+# faultreg with FAULTS on a fresh FLAVOR daemon. Sets, in r_<flavor>_*:
 # res (ok, error, timeout, corrupt: a pull that succeeded with a wrong blob,
 # partial: an error with an image listed), secs, sent (bytes of the large
 # layers the registry sent), rss (peak KiB above idle), gor_idle, gor (the
 # count after, once settled or after 10 s), msg; keeps faults.log as
-# faults-<flavour>.log; prints a line.
+# faults-<flavor>.log; prints a line.
 pull_case() {
-	local flavour=$1 faults=$2 pid t0 rc=0 out idle_rss peak idle_g g res msg i limit=$PULL_TIMEOUT
+	local flavor=$1 faults=$2 pid t0 rc=0 out idle_rss peak idle_g g res msg i limit=$PULL_TIMEOUT
 	shift 2
 	# STOCK_PULL_TIMEOUT: a shorter wait for stock where only its end is
 	# reported
-	[ "$flavour" != stock ] || limit=${STOCK_PULL_TIMEOUT:-$PULL_TIMEOUT}
-	up_flavour "$flavour"
-	pid=$(cat "/run/moby-ab/$flavour/dockerd.pid")
+	[ "$flavor" != stock ] || limit=${STOCK_PULL_TIMEOUT:-$PULL_TIMEOUT}
+	up_flavor "$flavor"
+	pid=$(cat "/run/moby-ab/$flavor/dockerd.pid")
 	# idle: the goroutine count once two readings 0.5 s apart agree
-	idle_g=$(goroutines "$flavour")
+	idle_g=$(goroutines "$flavor")
 	for ((i = 0; i < 20; i++)); do
 		sleep 0.5
-		g=$(goroutines "$flavour")
+		g=$(goroutines "$flavor")
 		[ "$g" = "$idle_g" ] && break
 		idle_g=$g
 	done
@@ -198,25 +198,25 @@ pull_case() {
 		[ -z "$(docker image ls -a -q)" ] || res=partial
 	fi
 	# once the registry is gone, the goroutines go back to their idle count
-	g=$(goroutines "$flavour")
+	g=$(goroutines "$flavor")
 	for ((i = 0; i < 50 && g > idle_g + GOROUTINE_SLACK; i++)); do
 		sleep 0.2
-		g=$(goroutines "$flavour")
+		g=$(goroutines "$flavor")
 	done
-	printf -v "r_${flavour}_res" %s "$res"
-	printf -v "r_${flavour}_msg" %s "$msg"
-	printf -v "r_${flavour}_secs" %s "$((t0 / 1000)).$(printf %03d $((t0 % 1000)))"
-	printf -v "r_${flavour}_sent" %s "$(large_bytes)"
-	printf -v "r_${flavour}_rss" %s "$((peak - idle_rss))"
-	printf -v "r_${flavour}_gor_idle" %s "$idle_g"
-	printf -v "r_${flavour}_gor" %s "$g"
-	cp "$BATS_TEST_TMPDIR/faults.log" "$BATS_TEST_TMPDIR/faults-$flavour.log"
-	cp "/var/lib/moby-ab/$flavour/dockerd.log" "$BATS_TEST_TMPDIR/dockerd-$flavour.log"
+	printf -v "r_${flavor}_res" %s "$res"
+	printf -v "r_${flavor}_msg" %s "$msg"
+	printf -v "r_${flavor}_secs" %s "$((t0 / 1000)).$(printf %03d $((t0 % 1000)))"
+	printf -v "r_${flavor}_sent" %s "$(large_bytes)"
+	printf -v "r_${flavor}_rss" %s "$((peak - idle_rss))"
+	printf -v "r_${flavor}_gor_idle" %s "$idle_g"
+	printf -v "r_${flavor}_gor" %s "$g"
+	cp "$BATS_TEST_TMPDIR/faults.log" "$BATS_TEST_TMPDIR/faults-$flavor.log"
+	cp "/var/lib/moby-ab/$flavor/dockerd.log" "$BATS_TEST_TMPDIR/dockerd-$flavor.log"
 	local sent size
 	sent=$(large_bytes)
 	size=$(large_size)
-	echo "# $flavour: $res in ${t0} ms${msg:+ ($msg)}; the registry sent $sent bytes of the ${size}-byte layers ($((sent * 100 / size))%), $(grep -c '^FAULT' "$BATS_TEST_TMPDIR/faults.log") faults; RSS +$(((peak - idle_rss) / 1024)) MiB (idle $((idle_rss / 1024)) MiB), goroutines $idle_g idle, $g after" >&3
-	"$AB_ROOT/hack/hosts/daemon.sh" down "$flavour" >/dev/null
+	echo "# $flavor: $res in ${t0} ms${msg:+ ($msg)}; the registry sent $sent bytes of the ${size}-byte layers ($((sent * 100 / size))%), $(grep -c '^FAULT' "$BATS_TEST_TMPDIR/faults.log") faults; RSS +$(((peak - idle_rss) / 1024)) MiB (idle $((idle_rss / 1024)) MiB), goroutines $idle_g idle, $g after" >&3
+	"$AB_ROOT/hack/hosts/daemon.sh" down "$flavor" >/dev/null
 }
 
 # both FAULTS [faultreg options...]: the case on stock, then on patched; then
@@ -251,7 +251,7 @@ sent_at_most() {
 	[ "$r_patched_sent" -le $(($(large_size) * $1 / 100)) ]
 }
 
-# faults_in FLAVOUR KIND: the faults of that kind faultreg applied
+# faults_in FLAVOR KIND: the faults of that kind faultreg applied
 faults_in() {
 	grep -c "^FAULT $2 " "$BATS_TEST_TMPDIR/faults-$1.log" || true
 }
@@ -307,7 +307,7 @@ fell_back() {
 	both extra
 	[ "$r_patched_res" = ok ] || [ "$r_patched_res" = error ]
 	# and then, without the fault, a pull completes
-	up_flavour patched
+	up_flavor patched
 	start_faultreg ""
 	run timeout "$PULL_TIMEOUT" docker pull -q "$REF"
 	stop_faultreg

@@ -294,9 +294,9 @@ start_faultreg() {
 	done
 }
 
-# up_flavour stock|patched: stock with its defaults, patched with every
+# up_flavor stock|patched: stock with its defaults, patched with every
 # registry adaptive
-up_flavour() {
+up_flavor() {
 	if [ "$1" = patched ]; then
 		up_patched "$ADAPTIVE"
 		return
@@ -336,18 +336,18 @@ layer_bytes() {
 # patched (0061, containerd's fetcher resuming) goes on from the break
 # within the pull, and the layer costs the registry at most 10% more.
 @test "pull: a reset at 90% of a 100 MiB layer: patched goes on within the pull, stock fails it" {
-	local size ref=10.199.0.1:5001/ab/pull-reset:v1 flavour bytes tries
+	local size ref=10.199.0.1:5001/ab/pull-reset:v1 flavor bytes tries
 	(cd "$AB_ROOT/hack" && /usr/bin/python3 -c '
 import ab.hosts as h
 h.push_random_image("ab/pull-reset", "v1", [100 << 20], seed=90)') >/dev/null
 	size=$(layer_size ab/pull-reset)
-	for flavour in stock patched; do
-		up_flavour "$flavour"
+	for flavor in stock patched; do
+		up_flavor "$flavor"
 		start_faultreg reset@0.9 --min-size $((1 << 20))
 		tries=1
 		run timeout 300 docker pull -q "$ref"
 		if [ "$status" -ne 0 ]; then
-			echo "# $flavour: first pull failed: $output" >&3
+			echo "# $flavor: first pull failed: $output" >&3
 			tries=2
 			run timeout 300 docker pull -q "$ref"
 		fi
@@ -356,9 +356,9 @@ h.push_random_image("ab/pull-reset", "v1", [100 << 20], seed=90)') >/dev/null
 		run grep -c '^FAULT reset@0.9' "$BATS_TEST_TMPDIR/faults.log"
 		assert_output 1
 		bytes=$(layer_bytes)
-		echo "# $flavour: $tries pull(s), the registry sent $bytes bytes of the ${size}-byte layer ($((bytes * 100 / size))%)" >&3
+		echo "# $flavor: $tries pull(s), the registry sent $bytes bytes of the ${size}-byte layer ($((bytes * 100 / size))%)" >&3
 		check_blobs "$ref"
-		if [ "$flavour" = patched ]; then
+		if [ "$flavor" = patched ]; then
 			# one pull, at most 10% more than the layer
 			[ "$tries" = 1 ]
 			[ "$bytes" -le $((size * 110 / 100)) ]
@@ -366,7 +366,7 @@ h.push_random_image("ab/pull-reset", "v1", [100 << 20], seed=90)') >/dev/null
 			[ "$tries" = 2 ]
 		fi
 		rm -f "$BATS_TEST_TMPDIR/faults.log"
-		"$AB_ROOT/hack/hosts/daemon.sh" down "$flavour" >/dev/null
+		"$AB_ROOT/hack/hosts/daemon.sh" down "$flavor" >/dev/null
 	done
 }
 
@@ -378,15 +378,15 @@ h.push_random_image("ab/pull-reset", "v1", [100 << 20], seed=90)') >/dev/null
 # the registry. The graphdriver store keeps the limits only: one stream.
 # Times are reported, not asserted (the pull suites compare them).
 @test "pull: one 48 MiB layer from a registry that caps each connection: patched fetches it in ranges within the limit" {
-	local size ref=10.199.0.1:5001/ab/pull-capped:v1 flavour t0 ranges peak conns bytes
+	local size ref=10.199.0.1:5001/ab/pull-capped:v1 flavor t0 ranges peak conns bytes
 	local fixed='{"registry-download-concurrency": {"10.199.0.1:5001": {"mode": "fixed", "limit": 4}}}'
 	(cd "$AB_ROOT/hack" && /usr/bin/python3 -c '
 import ab.hosts as h
 h.push_random_image("ab/pull-capped", "v1", [48 << 20], seed=48)') >/dev/null
 	size=$(layer_size ab/pull-capped)
-	for flavour in stock patched patched-graphdriver; do
-		case $flavour in
-		stock) up_flavour stock ;;
+	for flavor in stock patched patched-graphdriver; do
+		case $flavor in
+		stock) up_flavor stock ;;
 		patched) up_patched "$fixed" ;;
 		patched-graphdriver) up_patched "$(jq -n --argjson a "$fixed" '$a + {"features": {"containerd-snapshotter": false}}')" ;;
 		esac
@@ -400,9 +400,9 @@ h.push_random_image("ab/pull-capped", "v1", [48 << 20], seed=48)') >/dev/null
 		peak=$(grep -o 'max_concurrent_blobs=[0-9]*' "$BATS_TEST_TMPDIR/faults.log" | cut -d= -f2)
 		conns=$(grep -o 'max_blob_connections=[0-9]*' "$BATS_TEST_TMPDIR/faults.log" | cut -d= -f2)
 		bytes=$(layer_bytes)
-		echo "# $flavour: ${t0} ms, $ranges ranges, at most $peak blob requests and $conns connections carrying one at once, $bytes bytes of the layer sent" >&3
+		echo "# $flavor: ${t0} ms, $ranges ranges, at most $peak blob requests and $conns connections carrying one at once, $bytes bytes of the layer sent" >&3
 		check_blobs "$ref"
-		if [ "$flavour" = patched ]; then
+		if [ "$flavor" = patched ]; then
 			# the layer asked for whole, then bounded ranges beside its
 			# held-back stream, which stops where they begin: sent twice is
 			# only what it had in flight then
@@ -417,6 +417,6 @@ h.push_random_image("ab/pull-capped", "v1", [48 << 20], seed=48)') >/dev/null
 			[ "$ranges" = 0 ]
 		fi
 		rm -f "$BATS_TEST_TMPDIR/faults.log"
-		"$AB_ROOT/hack/hosts/daemon.sh" down "${flavour%-graphdriver}" >/dev/null
+		"$AB_ROOT/hack/hosts/daemon.sh" down "${flavor%-graphdriver}" >/dev/null
 	done
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Smoke suite: both flavours start, run containers, pull from the local registry,
+# Smoke suite: both flavors start, run containers, pull from the local registry,
 # and checkpoint/restore a memory holder.
 
 load helpers
@@ -10,7 +10,7 @@ load helpers
 #   and dockerd bind-mounts /proc/<pid>/ns/net before that (containerd#12141);
 # - before that, uploading the checkpoint back into containerd's content store
 #   fails with "already exists" while the blob from the checkpoint is still there.
-# A flavour listed here must restore; the others must fail with that error
+# A flavor listed here must restore; the others must fail with that error
 # (patched: daemon: give containers restored from a checkpoint their network).
 RESTORE_WORKS=" patched "
 
@@ -51,7 +51,7 @@ check_run() {
 	run docker run --rm ab/busybox sh -c 'echo hello from $(hostname); ip -4 -o addr show eth0'
 	assert_success
 	assert_line --partial "hello from"
-	# The container sits on this flavour's own bridge subnet.
+	# The container sits on this flavor's own bridge subnet.
 	assert_output --regexp "inet 10\.20$2\.0\.[0-9]+/24"
 }
 

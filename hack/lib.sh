@@ -117,7 +117,7 @@ run_memholder() {
 AB_RUN=${AB_RUN:-/run/moby-ab}
 AB_VAR=${AB_VAR:-/var/lib/moby-ab}
 # The registry lives in a network namespace of its own and is reached by every
-# flavour at the same address, so image references are the same for both.
+# flavor at the same address, so image references are the same for both.
 REG_NS=ab-reg
 REG_ADDR=10.199.0.1
 REG_PORT=5000
@@ -135,7 +135,7 @@ REGISTRY2=$REG_ADDR2:$REG_PORT
 # (hack/hosts/containerd-host.sh, hack/hosts/podman-host.sh). Host names stay short: an
 # interface name (ab-<host>-reg2, abl2-<host>) has 15 bytes at most.
 TEST_HOSTS="stock patched ctrd podman"
-flavour_index() {
+flavor_index() {
 	case "$1" in
 	stock) echo 1 ;;
 	patched) echo 2 ;;
@@ -145,7 +145,7 @@ flavour_index() {
 	esac
 }
 
-flavour_ns() { echo "ab-$1"; }
+flavor_ns() { echo "ab-$1"; }
 
 # PATH for daemons: the project's binaries, then the pinned runtime stack.
 # pid_exe PID: the program PID runs. A program replaced on disk since it
@@ -216,25 +216,25 @@ ensure_reg_ns() {
 	ip -n "$REG_NS" addr replace "$REG_ADDR2/32" dev lo
 }
 
-# Create a flavour's network namespace (a "test host") and link it to the
+# Create a flavor's network namespace (a "test host") and link it to the
 # registry's. Idempotent.
-ensure_flavour_ns() {
+ensure_flavor_ns() {
 	local ns
-	ns=$(flavour_ns "$1")
+	ns=$(flavor_ns "$1")
 	if ! ns_exists "$ns"; then
 		ip netns add "$ns"
 		ip -n "$ns" link set lo up
 	fi
-	link_flavour_to_reg "$1"
+	link_flavor_to_reg "$1"
 }
 
 # Remove the registry's namespace when nothing uses it any more: no registry
-# runs in it and no flavour is linked to it (daemon.sh up creates it).
+# runs in it and no flavor is linked to it (daemon.sh up creates it).
 remove_reg_ns_if_unused() {
 	ns_exists "$REG_NS" || return 0
 	local h
 	for h in $TEST_HOSTS; do
-		ns_exists "$(flavour_ns "$h")" && return 0
+		ns_exists "$(flavor_ns "$h")" && return 0
 	done
 	[ -n "$(ip netns pids "$REG_NS" 2>/dev/null)" ] && return 0
 	ip netns del "$REG_NS"
@@ -269,12 +269,12 @@ host_down() {
 	rm -rf "$@"
 }
 
-# Connect a flavour's namespace to the registry's with a veth pair
-# 10.199.<i>.2 (flavour) <-> 10.199.<i>.1 (registry side). Idempotent.
-link_flavour_to_reg() {
+# Connect a flavor's namespace to the registry's with a veth pair
+# 10.199.<i>.2 (flavor) <-> 10.199.<i>.1 (registry side). Idempotent.
+link_flavor_to_reg() {
 	local f=$1 i ns
-	i=$(flavour_index "$f")
-	ns=$(flavour_ns "$f")
+	i=$(flavor_index "$f")
+	ns=$(flavor_ns "$f")
 	ns_exists "$ns" || return 0
 	ensure_reg_ns
 	if ip -n "$ns" link show "ab-$f-up" >/dev/null 2>&1; then
@@ -287,12 +287,12 @@ link_flavour_to_reg() {
 	ip -n "$ns" route add "$REG_ADDR2/32" via "10.199.$i.1"
 }
 
-# veth_to_reg flavour suffix net: a veth pair ab-<flavour>-up<suffix> in the
-# flavour's namespace (10.199.<net>.2/30) <-> ab-<flavour>-reg<suffix> in the
+# veth_to_reg flavor suffix net: a veth pair ab-<flavor>-up<suffix> in the
+# flavor's namespace (10.199.<net>.2/30) <-> ab-<flavor>-reg<suffix> in the
 # registry's (10.199.<net>.1/30).
 veth_to_reg() {
 	local f=$1 sfx=$2 net=$3 ns
-	ns=$(flavour_ns "$f")
+	ns=$(flavor_ns "$f")
 	# a registry-side end left by a namespace that outlived its deletion
 	ip -n "$REG_NS" link del "ab-$f-reg$sfx" 2>/dev/null || true
 	ip link add "ab-$f-up$sfx" netns "$ns" type veth peer name "ab-$f-reg$sfx" netns "$REG_NS"

@@ -23,25 +23,25 @@ var root = func() string {
 	return filepath.Dir(wd)
 }()
 
-// daemon is one flavour started by hack/hosts/daemon.sh for the test.
+// daemon is one flavor started by hack/hosts/daemon.sh for the test.
 type daemon struct {
 	t      *testing.T
 	sock   string
 	client *http.Client
 }
 
-func startDaemon(t *testing.T, flavour string) *daemon {
+func startDaemon(t *testing.T, flavor string) *daemon {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("integration tests need root (test hosts are network namespaces)")
 	}
-	out, err := exec.Command(filepath.Join(root, "hack", "hosts", "daemon.sh"), "up", flavour).Output()
+	out, err := exec.Command(filepath.Join(root, "hack", "hosts", "daemon.sh"), "up", flavor).Output()
 	if err != nil {
-		t.Fatalf("hack/hosts/daemon.sh up %s: %v: %s", flavour, err, stderrOf(err))
+		t.Fatalf("hack/hosts/daemon.sh up %s: %v: %s", flavor, err, stderrOf(err))
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command(filepath.Join(root, "hack", "hosts", "daemon.sh"), "down", flavour).CombinedOutput(); err != nil {
-			t.Errorf("hack/hosts/daemon.sh down %s: %v: %s", flavour, err, out)
+		if out, err := exec.Command(filepath.Join(root, "hack", "hosts", "daemon.sh"), "down", flavor).CombinedOutput(); err != nil {
+			t.Errorf("hack/hosts/daemon.sh down %s: %v: %s", flavor, err, out)
 		}
 	})
 	sock := strings.TrimSpace(strings.SplitN(string(out), "unix://", 2)[1])
@@ -221,11 +221,11 @@ func tail(s string, n int) string {
 	return strings.Join(l, "\n")
 }
 
-// daemonCwd is the working directory of the flavour's dockerd, where a
+// daemonCwd is the working directory of the flavor's dockerd, where a
 // relative path would land.
-func daemonCwd(t *testing.T, flavour string) string {
+func daemonCwd(t *testing.T, flavor string) string {
 	t.Helper()
-	pid, err := os.ReadFile(filepath.Join("/run/moby-ab", flavour, "dockerd.pid"))
+	pid, err := os.ReadFile(filepath.Join("/run/moby-ab", flavor, "dockerd.pid"))
 	if err != nil {
 		t.Fatal(err)
 	}

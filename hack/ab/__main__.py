@@ -157,9 +157,9 @@ def main(argv=None):
         print()
         print(group_summary(done, top))
         for s, out in done:
-            for flavour, cell, params, what in report.failures(report.load(out)):
+            for flavor, cell, params, what in report.failures(report.load(out)):
                 failed += sum(n for n, _ in what)
-                print(f"FAILED: {s.name}: {flavour} {cell} ({params}): " + ", ".join(f"{n} {w}" for n, w in what))
+                print(f"FAILED: {s.name}: {flavor} {cell} ({params}): " + ", ".join(f"{n} {w}" for n, w in what))
         print(f"results: {top}")
         if not ok:
             return 130

@@ -86,15 +86,15 @@ def _end_session(proc):
 
 
 class Daemon:
-    """One flavour's dockerd in its test host."""
+    """One flavor's dockerd in its test host."""
 
-    def __init__(self, flavour):
-        self.flavour = flavour
-        self.host = flavour  # its test host (hack/lib.sh TEST_HOSTS)
+    def __init__(self, flavor):
+        self.flavor = flavor
+        self.host = flavor  # its test host (hack/lib.sh TEST_HOSTS)
         self.sock = None
         self.config = None
         self.version = None
-        self._cfgdir = tempfile.mkdtemp(prefix=f"ab-{flavour}-")
+        self._cfgdir = tempfile.mkdtemp(prefix=f"ab-{flavor}-")
 
     @property
     def env(self):
@@ -108,9 +108,9 @@ class Daemon:
 
     def up(self, config, binary=None):
         """Start the test host's dockerd with config; binary: which of
-        bin/dockerd-* it runs (its flavour's by default)."""
-        args = ["--binary", binary] if binary and binary != self.flavour else []
-        out = sh(os.path.join(HOSTS, "daemon.sh"), "up", self.flavour, "--config", self._write(config),
+        bin/dockerd-* it runs (its flavor's by default)."""
+        args = ["--binary", binary] if binary and binary != self.flavor else []
+        out = sh(os.path.join(HOSTS, "daemon.sh"), "up", self.flavor, "--config", self._write(config),
                  *args).stdout
         self.sock = out.strip().split("unix://", 1)[1]
         self.config = dict(config)
@@ -119,7 +119,7 @@ class Daemon:
     def apply(self, config):
         """Make the daemon run with config: reload when it differs."""
         if config != self.config:
-            sh(os.path.join(HOSTS, "daemon.sh"), "reload", self.flavour, "--config", self._write(config))
+            sh(os.path.join(HOSTS, "daemon.sh"), "reload", self.flavor, "--config", self._write(config))
             self.config = dict(config)
 
     # What a daemon leaves that a reader of the results may want: its log and,
@@ -127,13 +127,13 @@ class Daemon:
     KEEP = ("dockerd.log", "data/registry-download-concurrency.json")
 
     def down(self, keep=None):
-        """Stop the daemon; with keep, first copy KEEP into keep/<flavour>-*."""
+        """Stop the daemon; with keep, first copy KEEP into keep/<flavor>-*."""
         if keep:
             for rel in self.KEEP:
                 src = os.path.join(self.vardir(), rel)
                 if os.path.isfile(src):
-                    shutil.copyfile(src, os.path.join(keep, f"{self.flavour}-{os.path.basename(rel)}"))
-        sh(os.path.join(HOSTS, "daemon.sh"), "down", self.flavour, check=False)
+                    shutil.copyfile(src, os.path.join(keep, f"{self.flavor}-{os.path.basename(rel)}"))
+        sh(os.path.join(HOSTS, "daemon.sh"), "down", self.flavor, check=False)
         shutil.rmtree(self._cfgdir, ignore_errors=True)
         self.sock = None
 
@@ -141,12 +141,12 @@ class Daemon:
         """Stop dockerd and its containerd, call between() while they are
         stopped, start them again with the same configuration; the test
         host's namespace, link and data stay."""
-        sh(os.path.join(HOSTS, "daemon.sh"), "stop", self.flavour)
+        sh(os.path.join(HOSTS, "daemon.sh"), "stop", self.flavor)
         try:
             if between:
                 between()
         finally:
-            out = sh(os.path.join(HOSTS, "daemon.sh"), "start", self.flavour).stdout
+            out = sh(os.path.join(HOSTS, "daemon.sh"), "start", self.flavor).stdout
             self.sock = out.strip().split("unix://", 1)[1]
 
     def docker(self, *args, check=True, timeout=600):
@@ -156,15 +156,15 @@ class Daemon:
         sh(os.path.join(HOSTS, "images.sh"), "load", *images, env=self.env)
 
     def netns(self):
-        return f"/run/netns/ab-{self.flavour}"
+        return f"/run/netns/ab-{self.flavor}"
 
     def vardir(self):
-        """The flavour's directory on the data-root's disk."""
-        return os.path.join(AB_VAR, self.flavour)
+        """The flavor's directory on the data-root's disk."""
+        return os.path.join(AB_VAR, self.flavor)
 
     def runc_root(self):
         """runc's state directory for the daemon's containers."""
-        return os.path.join(AB_RUN, self.flavour, "exec", "runtime-runc", "moby")
+        return os.path.join(AB_RUN, self.flavor, "exec", "runtime-runc", "moby")
 
 
 def commit_of(rev):
@@ -254,13 +254,13 @@ def pingpong_binary():
     return path
 
 
-def served_bytes(flavour, second=False):
-    """Bytes the registry's namespace has sent towards flavour's test host:
+def served_bytes(flavor, second=False):
+    """Bytes the registry's namespace has sent towards flavor's test host:
     the transmit counters of its interfaces to that host (the veth, and
     the emulated link's TUN device when there is one); second: over the
     second link's (hack/hosts/link.sh --second)."""
     p = sh("ip", "-n", "ab-reg", "-j", "-s", "link", "show")
-    names = (f"ab-{flavour}-reg2", f"abr2-{flavour}") if second else (f"ab-{flavour}-reg", f"abr-{flavour}")
+    names = (f"ab-{flavor}-reg2", f"abr2-{flavor}") if second else (f"ab-{flavor}-reg", f"abr-{flavor}")
     total = 0
     for link in json.loads(p.stdout or "[]"):
         if link.get("ifname") in names:
@@ -268,10 +268,10 @@ def served_bytes(flavour, second=False):
     return total
 
 
-def flush_tcp_metrics_cmd(flavour):
+def flush_tcp_metrics_cmd(flavor):
     """A shell command that forgets what the kernel's TCP metrics cache
-    (ssthresh, RTT per destination) learned on both ends of flavour's link."""
-    return f"ip -n ab-{flavour} tcp_metrics flush all && ip -n ab-reg tcp_metrics flush all"
+    (ssthresh, RTT per destination) learned on both ends of flavor's link."""
+    return f"ip -n ab-{flavor} tcp_metrics flush all && ip -n ab-reg tcp_metrics flush all"
 
 
 def registry_up():
@@ -326,10 +326,10 @@ class RegistryProxy:
         return False
 
 
-def link_args(flavour, profile, backend="auto", second=False):
+def link_args(flavor, profile, backend="auto", second=False):
     """hack/hosts/link.sh's arguments for a [[profile]] (or its second link): plain
     numbers, parsed once from the suite's units (ab.units)."""
-    args = [os.path.join(HOSTS, "link.sh"), "up", flavour, "--rtt-ms", units.plain(profile.rtt_ms),
+    args = [os.path.join(HOSTS, "link.sh"), "up", flavor, "--rtt-ms", units.plain(profile.rtt_ms),
             "--loss-pct", units.plain(profile.loss_pct), "--jitter-ms", units.plain(profile.jitter_ms),
             "--queue", str(profile.queue), "--congestion", profile.congestion, "--backend", backend]
     if profile.rate_bits_per_s is not None:
@@ -339,18 +339,18 @@ def link_args(flavour, profile, backend="auto", second=False):
     return args
 
 
-def link_up(flavour, profile, backend="auto", second=False):
-    sh(*link_args(flavour, profile, backend, second))
+def link_up(flavor, profile, backend="auto", second=False):
+    sh(*link_args(flavor, profile, backend, second))
 
 
-def link_down(flavour, stats_to=None, second=False):
-    """Take flavour's emulated link (second: its second link) down; with
+def link_down(flavor, stats_to=None, second=False):
+    """Take flavor's emulated link (second: its second link) down; with
     stats_to, the emulator's counters (per direction) are written there as
     JSON."""
     args = ["--stats-to", stats_to] if stats_to else []
     if second:
         args.append("--second")
-    sh(os.path.join(HOSTS, "link.sh"), "down", flavour, *args, check=False)
+    sh(os.path.join(HOSTS, "link.sh"), "down", flavor, *args, check=False)
 
 
 _RTT_PROBE = """
@@ -366,12 +366,12 @@ print(round(statistics.median(rtts), 2))
 """
 
 
-def link_rtt_ms(flavour, count=5, registry=REGISTRY):
-    """The round trip from flavour's test host to the registry as measured:
+def link_rtt_ms(flavor, count=5, registry=REGISTRY):
+    """The round trip from flavor's test host to the registry as measured:
     the median time of count TCP handshakes with it (connect() returns after
     SYN and SYN-ACK: one round trip), or None when they fail."""
     host, port = registry.split(":")
-    p = sh("nsenter", f"--net=/run/netns/ab-{flavour}", sys.executable, "-c", _RTT_PROBE, host, port, str(count),
+    p = sh("nsenter", f"--net=/run/netns/ab-{flavor}", sys.executable, "-c", _RTT_PROBE, host, port, str(count),
            check=False, timeout=120)
     try:
         return float(p.stdout.strip()) if p.returncode == 0 else None
@@ -379,11 +379,11 @@ def link_rtt_ms(flavour, count=5, registry=REGISTRY):
         return None
 
 
-def link_congestion(flavour, second=False):
-    """The congestion control each end of flavour's link sends with, as its
+def link_congestion(flavor, second=False):
+    """The congestion control each end of flavor's link sends with, as its
     routes say ({"registry": ..., "host": ..., "default": the namespace's
     own}), or None when it cannot be read."""
-    p = sh(os.path.join(HOSTS, "link.sh"), "congestion", flavour, *(["--second"] if second else []), check=False)
+    p = sh(os.path.join(HOSTS, "link.sh"), "congestion", flavor, *(["--second"] if second else []), check=False)
     try:
         return json.loads(p.stdout) if p.returncode == 0 else None
     except ValueError:

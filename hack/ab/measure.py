@@ -1,5 +1,5 @@
 """What every kind measures with: the order of the measurements (the
-flavours in an order drawn per repetition, balanced over the repetitions,
+flavors in an order drawn per repetition, balanced over the repetitions,
 taking turns within one), progress on stderr, one timed command under
 hyperfine, and the JSON line a measuring program prints."""
 import datetime
@@ -50,23 +50,23 @@ def williams(n):
     return [[(x + i) % n for x in first] for i in range(n)]
 
 
-def orders(flavours, repetitions, seed):
-    """Each repetition's order of the flavours, drawn from seed (the same
-    seed and flavours give the same orders). Sorted or alternated orders
-    put a flavour at the same place every time (of three, the middle one
+def orders(flavors, repetitions, seed):
+    """Each repetition's order of the flavors, drawn from seed (the same
+    seed and flavors give the same orders). Sorted or alternated orders
+    put a flavor at the same place every time (of three, the middle one
     always in the middle), and whatever the place does (a cache the one
     before warmed, a disk the one before left busy) would read as the
-    flavour's; drawn, balanced orders spread it over every flavour alike.
+    flavor's; drawn, balanced orders spread it over every flavor alike.
 
-    The repetitions go in blocks of as many as there are flavours; a
+    The repetitions go in blocks of as many as there are flavors; a
     block is the rows of a Latin square in an order drawn per block, so
-    over every whole block each flavour runs once in each position. The
-    square is a Williams square with the flavours in places drawn once
+    over every whole block each flavor runs once in each position. The
+    square is a Williams square with the flavors in places drawn once
     (its mirror in every other block when their number is odd), so each
-    flavour also runs right after each other equally often. A last,
+    flavor also runs right after each other equally often. A last,
     partial block takes rows of its square without repeating one: no
-    flavour is more than once more in a position than another."""
-    names = sorted(flavours)
+    flavor is more than once more in a position than another."""
+    names = sorted(flavors)
     n = len(names)
     if n < 2:
         return [list(names) for _ in range(repetitions)]
@@ -82,13 +82,13 @@ def orders(flavours, repetitions, seed):
 
 
 def arrange(variants, order, rep, repetitions, seed):
-    """A repetition's variants (tuples, the flavour first) in the order
-    they run (interleave): the flavours taking turns in order (the
-    repetition's, from orders), and each flavour's own variants (a scan's
+    """A repetition's variants (tuples, the flavor first) in the order
+    they run (interleave): the flavors taking turns in order (the
+    repetition's, from orders), and each flavor's own variants (a scan's
     settings, the patched daemon's arms) in an order drawn for repetition
-    rep of repetitions as the flavours' is (orders, from seed and the
-    flavour), so that no setting always runs right before or after the
-    same one of another flavour."""
+    rep of repetitions as the flavors' is (orders, from seed and the
+    flavor), so that no setting always runs right before or after the
+    same one of another flavor."""
     by = {}
     for v in variants:
         by.setdefault(v[0], []).append(v)
@@ -100,13 +100,13 @@ def arrange(variants, order, rep, repetitions, seed):
 
 
 def interleave(variants, order):
-    """A repetition's variants (tuples, the flavour first) with the
-    flavours taking turns in order, one variant each (A1 B1 A2 B2 A3), each
-    flavour's variants in the order given."""
+    """A repetition's variants (tuples, the flavor first) with the
+    flavors taking turns in order, one variant each (A1 B1 A2 B2 A3), each
+    flavor's variants in the order given."""
     by = {}
     for v in variants:
         if v[0] not in order:
-            raise ValueError(f"flavour {v[0]} is not in the repetition's order {order}")
+            raise ValueError(f"flavor {v[0]} is not in the repetition's order {order}")
         by.setdefault(v[0], []).append(v)
     names = [f for f in order if f in by]
     out, i = [], 0

@@ -12,9 +12,9 @@ import os
 from . import kinds, stats, systems
 from .report_text import STATISTICS
 
-# the flavours the patched daemon is compared with besides stock: those of
-# the other systems (ab.systems); a kind's own flavours (runc's floor) are not
-PEERS = tuple(f for f in systems.flavours() if systems.name_of(f) != "dockerd")
+# the flavors the patched daemon is compared with besides stock: those of
+# the other systems (ab.systems); a kind's own flavors (runc's floor) are not
+PEERS = tuple(f for f in systems.flavors() if systems.name_of(f) != "dockerd")
 
 
 def load(outdir):
@@ -49,7 +49,7 @@ def values(e, kind):
 
 
 def cell_key(e, kind):
-    """What tells a cell from another across flavours: where it is, and the
+    """What tells a cell from another across flavors: where it is, and the
     kind's own fields that do (kinds.<kind>.KEY_FIELDS)."""
     return (e.get("profile"), e.get("image"), e.get("scenario"), e.get("container")) + \
         tuple(e.get(f) for f in kinds.get(kind).KEY_FIELDS)
@@ -65,7 +65,7 @@ def by_rep(e, kind):
 
 
 def where(e):
-    """A result entry in words, for errors: its flavour, where it ran, its
+    """A result entry in words, for errors: its flavor, where it ran, its
     settings."""
     names = [e.get(k) for k in ("flavor", "profile", "image", "scenario", "container")]
     return " ".join(str(x) for x in names if x is not None) + f" ({label(e.get('params'))})"
@@ -129,7 +129,7 @@ def failed(e):
 
 
 def failures(doc):
-    """Every cell with failures: (flavour, cell, params, what failed), what
+    """Every cell with failures: (flavor, cell, params, what failed), what
     failed a list of (count, what): measured samples, warm-ups, and the
     patched daemon's restores. Stock's restores are what a restore suite
     measures of it, not a failure of the run: stock cannot restore a
@@ -230,7 +230,7 @@ def adjust_rows(groups):
 
 def peers(pr, entries, kind):
     """Patched (pr: its samples by repetition) against each peer of the
-    cell (a flavour of another system, ab.systems), at the peer's best
+    cell (a flavor of another system, ab.systems), at the peer's best
     setting: chosen after the fact on the same samples, like stock's best,
     so its p is multiplied by the number of settings (and its interval's
     0.05 divided by it). {peer: {"best": its summary and params,
@@ -512,7 +512,7 @@ def write(outdir):
             md += [section, ""]
     for p in plots:
         md += [f"![{p}]({p})", ""]
-    md += ["## Every sample", "", "| flavour | cell | params | n | failed | median | min | max | samples | errors |",
+    md += ["## Every sample", "", "| flavor | cell | params | n | failed | median | min | max | samples | errors |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for e in doc["results"]:
         v, u, _ = values(e, doc["kind"])
@@ -542,7 +542,7 @@ def plot(doc, outdir):
 
 
 def bar_plot(doc, outdir, plt, what="time"):
-    """<kind>.png: every cell's median and spread per flavour, a panel per
+    """<kind>.png: every cell's median and spread per flavor, a panel per
     unit (seconds, lower is better: what took them; req/s, µs)."""
     kind = doc["kind"]
     res = doc["results"]
@@ -558,9 +558,9 @@ def bar_plot(doc, outdir, plt, what="time"):
                              figsize=(min(16, sum(max(4, (0.6 if many else 1.2) * len(c)) for c in groups.values())),
                                       4.8 if many else 4))
     for ax, (unit, cells) in zip(axes[0], groups.items()):
-        flavours = [f for f in systems.flavours() + ("runc",) if any(e["flavor"] == f for e in res)]
-        width = 0.8 / len(flavours)
-        for j, f in enumerate(flavours):
+        flavors = [f for f in systems.flavors() + ("runc",) if any(e["flavor"] == f for e in res)]
+        width = 0.8 / len(flavors)
+        for j, f in enumerate(flavors):
             meds, lo, hi = [], [], []
             for c in cells:
                 es = [e for e in res if cell_name(e, kind) == c and e["flavor"] == f]
@@ -568,7 +568,7 @@ def bar_plot(doc, outdir, plt, what="time"):
                 meds.append(s["median"] if s else 0)
                 lo.append(s["median"] - s["min"] if s else 0)
                 hi.append(s["max"] - s["median"] if s else 0)
-            ax.bar([i + (j - (len(flavours) - 1) / 2) * width for i in range(len(cells))], meds, width, yerr=[lo, hi],
+            ax.bar([i + (j - (len(flavors) - 1) / 2) * width for i in range(len(cells))], meds, width, yerr=[lo, hi],
                    capsize=3, label=f)
         ax.set_xticks(range(len(cells)))
         ax.set_xticklabels(cells, rotation=45 if many else 30, ha="right", fontsize=7 if many else 8)

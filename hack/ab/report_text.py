@@ -4,7 +4,7 @@ from . import stats
 
 STATISTICS = (
     "Times in seconds (lower is better) unless marked req/s. Stock and patched samples of the same repetition "
-    "(the flavours take turns in an order drawn per repetition, each in each place equally often) are pairs; n is "
+    "(the flavors take turns in an order drawn per repetition, each in each place equally often) are pairs; n is "
     "the number of pairs. A ratio is patched/stock, the geometric mean of the pairs' ratios, with the interval of a "
     "paired t-test on the pairs' log-ratios; p is that test's, Holm-adjusted across every comparison of the "
     "summary, and the interval is at the level Holm tested the comparison at (1 - 0.05/(m - j) for the j-th "

@@ -1,7 +1,7 @@
 """results.json: the document a run writes, and the cells it is made of.
 
 A cell is one thing measured, in the same fields for every kind: the
-flavour that ran it (for a zns replay, the placement policy), where
+flavor that ran it (for a zns replay, the placement policy), where
 (profile, image, scenario, container: what they mean is the kind's, see
 the kind's module in hack/ab/kinds/), with which daemon options (params),
 and the fields a kind adds to tell its cells apart (an http endpoint, an
@@ -19,7 +19,7 @@ matched to a repetition by its place in a list (report.keyed).
 
 A sample's position is its place in its repetition (0: it ran first),
 kept as a value measured with it (position, reps_of["position"]): the
-flavour's place in the repetition's order (runner.Runner.orders), or
+flavor's place in the repetition's order (runner.Runner.orders), or
 the place the kind gives (a pull scan's variants take turns). The
 document's order_seed is the seed those orders were drawn from."""
 import datetime
@@ -58,8 +58,8 @@ class Results:
 
     def __init__(self, suite, outdir, started=None, order_seed=None, orders=()):
         """started: the run's start (now); order_seed and orders: the seed
-        and the flavours' order of every repetition (runner.Runner), for
-        suites whose flavours take turns."""
+        and the flavors' order of every repetition (runner.Runner), for
+        suites whose flavors take turns."""
         self.path = os.path.join(outdir, "results.json")
         self.doc = {"suite": suite.name, "kind": suite.kind, "suite_file": os.path.relpath(suite.path, hosts.ROOT),
                     "description": suite.description, "repetitions": suite.repetitions}
@@ -77,7 +77,7 @@ class Results:
         """One sample of cell (seconds, or None when it failed with error);
         rep: its repetition (-1: the cell's next one; None: not a measured
         sample, a warm-up); position: its place in the repetition (None:
-        its flavour's place in the repetition's order, if it has one);
+        its flavor's place in the repetition's order, if it has one);
         extra: the other values measured with it, one list each. A measured
         sample without a time has failed."""
         k = json.dumps(cell.fields(), sort_keys=True)

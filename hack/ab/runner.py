@@ -1,5 +1,5 @@
 """Runs a validated suite: prepares registry, links, daemons and images, then
-has the kind's module (hack/ab/kinds/) measure every cell, the flavours
+has the kind's module (hack/ab/kinds/) measure every cell, the flavors
 taking turns in an order drawn per repetition, each measurement cold.
 Writes results.json after every sample, so an interrupted run keeps what
 it measured."""
@@ -15,9 +15,9 @@ from .results import Results, now
 
 class Runner:
     """What a kind's run(r) has: the suite (s), the running test hosts by
-    flavour (daemons: a dockerd's hosts.Daemon, or another system's host,
+    flavor (daemons: a dockerd's hosts.Daemon, or another system's host,
     see ab.systems), the results, a scratch directory (tmp) and the results
-    directory (out); orders: the flavours' order in each repetition
+    directory (out); orders: the flavors' order in each repetition
     (measure.orders), drawn before anything runs from the suite's
     order_seed or, without one, from the start time, and kept in
     results.json."""
@@ -30,7 +30,7 @@ class Runner:
         self.seed, self.orders = None, []
         if suite.needs_hosts:
             self.seed = suite.order_seed if suite.order_seed is not None else measure.seed_of(started)
-            self.orders = measure.orders(suite.flavours, suite.repetitions, self.seed)
+            self.orders = measure.orders(suite.flavors, suite.repetitions, self.seed)
         self.results = Results(suite, outdir, started=started, order_seed=self.seed, orders=self.orders)
         self.daemons = {}
         self.tmp = tempfile.mkdtemp(prefix="ab-run-")
@@ -55,7 +55,7 @@ class Runner:
         return not interrupted
 
     def prepare(self):
-        """The images, the registry and a daemon per flavour; first what the
+        """The images, the registry and a daemon per flavor; first what the
         kind needs (kinds.<kind>.prepare), and the images it needs beyond
         busybox and memholder (kinds.<kind>.images)."""
         sys.stderr.write(f"==> suite {self.s.name} ({self.s.kind}), results in {self.out}\n")
@@ -67,24 +67,24 @@ class Runner:
         if extra:
             hosts.build_images(*extra)
         hosts.registry_up()
-        for f in self.s.flavours:
-            fl = self.s.flavours[f]
+        for f in self.s.flavors:
+            fl = self.s.flavors[f]
             system = systems.get(fl.system)
             self.daemons[f] = system.start(f, fl, ["busybox", "memholder"] + list(extra))
             self.results.doc["daemons"][f] = system.record(self.daemons[f], fl)
         self.results.save()
 
-    def flavour_order(self, rep):
-        """The running flavours in repetition rep's order (orders); the
-        results give each sample of a flavour its place in it."""
+    def flavor_order(self, rep):
+        """The running flavors in repetition rep's order (orders); the
+        results give each sample of a flavor its place in it."""
         return [f for f in self.orders[rep] if f in self.daemons]
 
     def interleave(self, variants, rep):
-        """Repetition rep's variants (tuples, the flavour first: a scan's
+        """Repetition rep's variants (tuples, the flavor first: a scan's
         settings, the patched daemon's arms) in the order they run, the
-        flavours taking turns (measure.arrange); a sample's place in it
+        flavors taking turns (measure.arrange); a sample's place in it
         is its position."""
-        return measure.arrange(variants, self.flavour_order(rep), rep, self.s.repetitions, self.seed)
+        return measure.arrange(variants, self.flavor_order(rep), rep, self.s.repetitions, self.seed)
 
     def teardown(self):
         for f in list(self.daemons):

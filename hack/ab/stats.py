@@ -1,7 +1,7 @@
 """Statistics on samples: median and spread of a cell, and patched against
 stock as a paired comparison.
 
-The flavours take turns within a repetition (measure.interleave), so the
+The flavors take turns within a repetition (measure.interleave), so the
 samples of one repetition are a pair: they ran minutes apart, under the
 same load. A comparison takes the log-ratio d_i = log(a_i / b_i) of each
 pair (i a repetition both measured) and
@@ -70,7 +70,7 @@ until the procedure stops), so that an interval excludes 1 exactly when
 the adjusted p is below 5%; a 95% interval beside an adjusted p could read
 "1.21 [1.01, 1.44] p=0.073 n.s.".
 
-The flavours run in an order drawn per repetition (measure.orders), each
+The flavors run in an order drawn per repetition (measure.orders), each
 in each position equally often; a difference between the log-ratios of
 the repetitions in which one side ran first and those in which it ran
 second (report.order_effects) is an order effect the balance averages

@@ -1,7 +1,7 @@
 """Suite files (TOML) -> a validated Suite. Nothing runs before the whole file
 is known to be good; every error names the file and line.
 
-This module has what every suite has: the keys below, the flavours of the
+This module has what every suite has: the keys below, the flavors of the
 suites that run daemons, and the checks that name a line. Each kind's own
 keys, tables and checks are in its module in hack/ab/kinds/, which says
 which top-level keys it takes (KEYS): a key no kind takes is unknown.
@@ -24,7 +24,7 @@ DAEMON_KEYS = ("flavor", "link_backend", "sample_timeout", "order_seed")  # ever
 SAMPLE_TIMEOUT = 600.0
 # every [flavor.<name>] a suite may have: the dockerd hosts (stock, patched)
 # and the peers they are compared with, each run by its system (ab.systems)
-FLAVOURS = systems.flavours()
+FLAVORS = systems.flavors()
 
 
 class SuiteError(Exception):
@@ -32,7 +32,7 @@ class SuiteError(Exception):
 
 
 @dataclass
-class Flavour:
+class Flavor:
     name: str
     # key -> value or list (a scan); or a list of such tables without lists,
     # the settings of a scan one by one
@@ -69,14 +69,14 @@ class Suite:
     kind: str
     repetitions: int
     description: str = ""
-    flavours: dict = field(default_factory=dict)
+    flavors: dict = field(default_factory=dict)
     link_backend: str = "auto"
     sample_timeout: float = SAMPLE_TIMEOUT
     seed: dict = field(default_factory=dict)  # published numbers, for the report
     # the equivalence margin of its verdicts: "level" when a comparison's
     # interval lies within 1 +- margin (stats.verdict)
     margin: float = stats.MARGIN
-    # the seed of the flavours' order in each repetition (measure.orders);
+    # the seed of the flavors' order in each repetition (measure.orders);
     # None: the run's start time
     order_seed: int = None
     warnings: list = field(default_factory=list)  # what the command line prints
@@ -221,11 +221,11 @@ class Validator:
             if other is not k:
                 other.refuse(self, d, kind)
         if s.needs_hosts:
-            s.flavours = self.flavours(d.get("flavor"), k)
+            s.flavors = self.flavors(d.get("flavor"), k)
             if not k.SCANS:
                 # A list would be a scan; only some kinds run one variant
                 # after another, the others would run its first value alone.
-                for name, fl in s.flavours.items():
+                for name, fl in s.flavors.items():
                     if isinstance(fl.daemon, list):
                         self.fail(("flavor", name, "daemon"), f"daemon: a list of settings is a scan, and {kind} "
                                   "suites do not scan (only pull suites do); give one table")
@@ -235,7 +235,7 @@ class Validator:
                                       f"daemon.{key}: a list is a scan, and {kind} suites do not scan "
                                       f"(only pull suites do); give one value")
         k.validate(self, d, s)
-        if s.needs_hosts and len(s.flavours) > 1 and reps < stats.MIN_PAIRS:
+        if s.needs_hosts and len(s.flavors) > 1 and reps < stats.MIN_PAIRS:
             # it runs, and measures; its summary can only say "too few samples"
             key = f"repetitions = {reps}" if "repetitions" in d else \
                 f"repetitions (the {kind} kind's default, {reps})"
@@ -282,13 +282,13 @@ class Validator:
                 self.fail((what, i, "name"), f"two [[{what}]] tables are named '{x.name}'")
             seen.add(x.name)
 
-    def flavours(self, f, kind):
+    def flavors(self, f, kind):
         """The [flavor.<name>] tables: each checked by its system
         (ab.systems), which the kind must measure (kinds.<kind>.SYSTEMS)."""
         w = ("flavor",)
         if not isinstance(f, dict) or not f:
             self.fail(("kind",), "the suite needs [flavor.stock] and/or [flavor.patched]")
-        self.keys(f, w, FLAVOURS, what="[flavor]")
+        self.keys(f, w, FLAVORS, what="[flavor]")
         out = {}
         for name, t in f.items():
             fw = ("flavor", name)
@@ -312,7 +312,7 @@ class Validator:
                     if isinstance(v, list) and not v:
                         self.fail(fw + ("daemon",), f"daemon.{k}: an empty list scans nothing")
             binary = sysm.binary_of(self, fw, t.get("binary")) if "binary" in sysm.TABLE_KEYS else None
-            out[name] = Flavour(name, daemon, binary, sysname)
+            out[name] = Flavor(name, daemon, binary, sysname)
         return out
 
 

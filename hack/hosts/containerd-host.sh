@@ -38,7 +38,7 @@ paths() {
 	ctrd) ;;
 	*) die "containerd-host: '$H' is not a containerd test host (want ctrd)" ;;
 	esac
-	NS=$(flavour_ns "$H")
+	NS=$(flavor_ns "$H")
 	RUNDIR=$AB_RUN/$H
 	VARDIR=$AB_VAR/$H
 	SOCK=$RUNDIR/containerd.sock
@@ -133,7 +133,7 @@ cmd_up() {
 	[ -x "$CTR" ] || die "$CTR is missing: run hack/stack/install-deps.sh"
 	mkdir -p "$RUNDIR" "$VARDIR"
 	write_config "$transfer"
-	ensure_flavour_ns "$H"
+	ensure_flavor_ns "$H"
 	: >"$LOG"
 	start
 }

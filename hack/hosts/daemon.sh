@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start and stop one flavour of dockerd as an isolated test host.
+# Start and stop one flavor of dockerd as an isolated test host.
 #
 #   hack/hosts/daemon.sh up <stock|patched> [--config FILE] [--binary stock|patched|commit-<12 hex>]
 #                                                             start; prints `export DOCKER_HOST=...`;
@@ -13,29 +13,29 @@
 #   hack/hosts/daemon.sh status [stock|patched]               what is running
 #   hack/hosts/daemon.sh env <stock|patched>                  print the export line again
 #
-# Each flavour gets its own network namespace "ab-<flavour>" (dockerd programs the
+# Each flavor gets its own network namespace "ab-<flavor>" (dockerd programs the
 # firewall and deletes its own nftables tables at start, so two daemons must not
 # share one), its own dockerd-managed containerd, data-root, exec-root, socket,
-# pidfile, bridge (ab-<flavour>0), address pools and cgroup parent. Both flavours
+# pidfile, bridge (ab-<flavor>0), address pools and cgroup parent. Both flavors
 # can run at once. The namespace is linked to the registry's (hack/hosts/registry.sh),
 # reachable from both as $REGISTRY. FILE is a daemon.json merged over the
-# flavour's defaults; keys that define the flavour's identity are refused.
+# flavor's defaults; keys that define the flavor's identity are refused.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 START_TIMEOUT=${AB_DAEMON_START_TIMEOUT:-60}
 IDENTITY_KEYS='["data-root","exec-root","pidfile","hosts","bridge","bip","cgroup-parent","containerd"]'
 
-paths() { # sets the per-flavour paths
+paths() { # sets the per-flavor paths
 	F=$1
 	# the dockerd hosts of lib.sh's TEST_HOSTS; the others are peers with
 	# scripts of their own
 	case "$F" in
 	stock | patched) ;;
-	*) die "unknown flavour '$F' (want stock or patched)" ;;
+	*) die "unknown flavor '$F' (want stock or patched)" ;;
 	esac
-	I=$(flavour_index "$F")
-	NS=$(flavour_ns "$F")
+	I=$(flavor_index "$F")
+	NS=$(flavor_ns "$F")
 	RUNDIR=$AB_RUN/$F
 	VARDIR=$AB_VAR/$F
 	SOCK=$RUNDIR/docker.sock
@@ -53,7 +53,7 @@ paths() { # sets the per-flavour paths
 	[ ! -f "$RUNDIR/dockerd" ] || DOCKERD=$(cat "$RUNDIR/dockerd")
 }
 
-running_pid() { # prints the pid of this flavour's dockerd if it runs
+running_pid() { # prints the pid of this flavor's dockerd if it runs
 	pidfile_pid "$PIDFILE" "$DOCKERD"
 }
 
@@ -80,7 +80,7 @@ write_config() { # user-config-or-empty
 		jq -e 'type == "object"' "$user" >/dev/null 2>&1 ||
 			die "daemon config $user: not a JSON object"
 		bad=$(jq -r --argjson id "$IDENTITY_KEYS" '[keys[] | select(. as $k | $id | index($k))] | join(", ")' "$user")
-		[ -z "$bad" ] || die "daemon config $user: $bad cannot be set here: hack/hosts/daemon.sh sets it per flavour"
+		[ -z "$bad" ] || die "daemon config $user: $bad cannot be set here: hack/hosts/daemon.sh sets it per flavor"
 		jq -s '.[0] * .[1]' <(echo "$defaults") "$user" >"$CONFIG.tmp"
 	else
 		echo "$defaults" >"$CONFIG.tmp"
@@ -89,7 +89,7 @@ write_config() { # user-config-or-empty
 }
 
 setup_netns() {
-	ensure_flavour_ns "$F"
+	ensure_flavor_ns "$F"
 	if ! ip -n "$NS" link show "$BRIDGE" >/dev/null 2>&1; then
 		ip -n "$NS" link add "$BRIDGE" type bridge
 		ip -n "$NS" addr add "$BRIDGE_CIDR" dev "$BRIDGE"
@@ -132,7 +132,7 @@ cmd_up() {
 	start_dockerd
 }
 
-start_dockerd() { # the configured daemon, in the flavour's namespace; waits for its API
+start_dockerd() { # the configured daemon, in the flavor's namespace; waits for its API
 	log "daemon $F: starting $("$DOCKERD" --version) in netns $NS"
 	# nsenter --net only: `ip netns exec` would remount /sys and hide the cgroup
 	# mounts from dockerd.
@@ -162,7 +162,7 @@ start_dockerd() { # the configured daemon, in the flavour's namespace; waits for
 	echo "export DOCKER_HOST=unix://$SOCK"
 }
 
-# Kill the shims (and their containers) that this flavour's containerd started;
+# Kill the shims (and their containers) that this flavor's containerd started;
 # they are found by the containerd address on their command line.
 kill_shims() {
 	local addr=$EXECROOT/containerd/containerd.sock pid

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Emulate a WAN link between a flavour's test host and the registry.
+# Emulate a WAN link between a flavor's test host and the registry.
 #
-#   hack/hosts/link.sh up <flavour> [--rtt-ms 35] [--rate-bits-per-s 100000000] [--loss-pct 0]
+#   hack/hosts/link.sh up <flavor> [--rtt-ms 35] [--rate-bits-per-s 100000000] [--loss-pct 0]
 #                                   [--jitter-ms 0] [--queue 1000] [--congestion cubic]
 #                                   [--backend auto|tun|netem] [--second]
-#   hack/hosts/link.sh down <flavour> [--stats-to FILE] [--second]   FILE: the emulator's counters (JSON)
-#   hack/hosts/link.sh congestion <flavour> [--second]   the congestion control each end sends with
+#   hack/hosts/link.sh down <flavor> [--stats-to FILE] [--second]   FILE: the emulator's counters (JSON)
+#   hack/hosts/link.sh congestion <flavor> [--second]   the congestion control each end sends with
 #   hack/hosts/link.sh backend          which backend `auto` picks here
 #
 # --second: the link to the registry's second address ($REGISTRY2, the same
@@ -21,7 +21,7 @@
 #
 # Backends:
 #   netem  tc netem (delay, jitter, loss, rate, limit) on both ends of the
-#          flavour's veth to the registry; for kernels with sch_netem.
+#          flavor's veth to the registry; for kernels with sch_netem.
 #   tun    hack/hosts/linkemu, a userspace emulator (Mahimahi's design) on a pair of
 #          TUN devices; traffic to the registry is routed through it.
 # `auto` takes netem where the kernel has it, else tun. RTT is split evenly
@@ -97,8 +97,8 @@ build_linkemu() {
 # route to $REG_ADDR2 over it.
 second_veth() {
 	local f=$1 i ns
-	i=$(flavour_index "$f")
-	ns=$(flavour_ns "$f")
+	i=$(flavor_index "$f")
+	ns=$(flavor_ns "$f")
 	ip -n "$ns" link show "ab-$f-up2" >/dev/null 2>&1 || veth_to_reg "$f" 2 $((10 + i))
 	ip -n "$ns" route replace "$REG_ADDR2/32" via "10.199.$((10 + i)).1"
 }
@@ -129,12 +129,12 @@ cmd_up() {
 		shift 2 || die "link up: $1 needs a value"
 	done
 	local i ns one_way name=link$second-$f dest=$REG_ADDR host_i
-	i=$(flavour_index "$f")
+	i=$(flavor_index "$f")
 	host_i=$i
-	ns=$(flavour_ns "$f")
+	ns=$(flavor_ns "$f")
 	ns_exists "$ns" || die "link: no test host for $f (start it with hack/hosts/daemon.sh up $f)"
 	cmd_down "$f" ${second:+--second} 2>/dev/null
-	link_flavour_to_reg "$f"
+	link_flavor_to_reg "$f"
 	if [ -n "$second" ]; then
 		second_veth "$f"
 		dest=$REG_ADDR2
@@ -189,10 +189,10 @@ cmd_up() {
 cmd_congestion() {
 	local f=$1 second="" i host_i ns dest
 	[ "${2:-}" = --second ] && second=2
-	i=$(flavour_index "$f")
+	i=$(flavor_index "$f")
 	host_i=$i dest=$REG_ADDR
 	[ -z "$second" ] || host_i=$((10 + i)) dest=$REG_ADDR2
-	ns=$(flavour_ns "$f")
+	ns=$(flavor_ns "$f")
 	ns_exists "$ns" || die "link: no test host for $f"
 	printf '{"registry": "%s", "host": "%s", "default": "%s"}\n' \
 		"$(route_cc "$REG_NS" "10.199.$host_i.2")" "$(route_cc "$ns" "$dest")" \
@@ -217,10 +217,10 @@ cmd_down() {
 		esac
 	done
 	name=link$second-$f
-	i=$(flavour_index "$f")
+	i=$(flavor_index "$f")
 	host_i=$i
 	[ -z "$second" ] || host_i=$((10 + i))
-	ns=$(flavour_ns "$f")
+	ns=$(flavor_ns "$f")
 	case "$(cat "$AB_RUN/$name.backend" 2>/dev/null)" in
 	netem)
 		# What each end's qdisc sent and dropped.

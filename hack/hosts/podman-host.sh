@@ -44,7 +44,7 @@ paths() {
 	podman) ;;
 	*) die "podman-host: '$H' is not a podman test host (want podman)" ;;
 	esac
-	NS=$(flavour_ns "$H")
+	NS=$(flavor_ns "$H")
 	RUNDIR=$AB_RUN/$H
 	VARDIR=$AB_VAR/$H
 	CONF=$RUNDIR/containers.conf
@@ -178,7 +178,7 @@ cmd_up() {
 	write_engine "$engine"
 	write_configs
 	write_wrapper
-	ensure_flavour_ns "$H"
+	ensure_flavor_ns "$H"
 	make_mount_ns
 	# storage initialised, configuration read: a podman that cannot run
 	# here fails now, not at its first pull

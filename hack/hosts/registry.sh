@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The local registry (Debian's docker-registry, distribution 2.8) in a network
-# namespace of its own ($REG_NS), listening on $REGISTRY. Flavours started with
+# namespace of its own ($REG_NS), listening on $REGISTRY. Flavors started with
 # hack/hosts/daemon.sh are linked to it and trust it as an insecure registry.
 #
 #   hack/hosts/registry.sh up        start it (idempotent); prints REGISTRY=host:port
@@ -34,7 +34,7 @@ cmd_up() {
 	mkdir -p "$DIR/storage" "$RUNDIR"
 	ensure_reg_ns
 	local f
-	for f in $TEST_HOSTS; do link_flavour_to_reg "$f"; done
+	for f in $TEST_HOSTS; do link_flavor_to_reg "$f"; done
 	cat >"$RUNDIR/config.yml" <<-YML
 		version: 0.1
 		log:

@@ -39,11 +39,11 @@ mkdir -p "$out" "$AB_VAR"
 dev=$(python3 "$AB_ROOT/hack/measure/diskstats.py" disk "$AB_VAR")
 
 work=$(mktemp -d "$AB_VAR/neighbour.XXXXXX") # the neighbour's file, on the data-root's disk
-flavour='' sampler=''
+flavor='' sampler=''
 cleanup() {
 	[ -z "$sampler" ] || kill "$sampler" 2>/dev/null || true
 	[ -z "${fio_pid:-}" ] || kill "$fio_pid" 2>/dev/null || true
-	[ -z "$flavour" ] || "$AB_ROOT/hack/hosts/daemon.sh" down "$flavour" >/dev/null 2>&1 || true
+	[ -z "$flavor" ] || "$AB_ROOT/hack/hosts/daemon.sh" down "$flavor" >/dev/null 2>&1 || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -97,15 +97,15 @@ runs+=("idle $t0 $t1 $t0 $t1")
 
 for v in "${variants[@]}"; do
 	if [ "$v" = stock ]; then
-		name=stock flavour=stock cfg=$out/daemon-stock.json
+		name=stock flavor=stock cfg=$out/daemon-stock.json
 		echo '{}' >"$cfg"
 	else
 		spec=${v#patched=}
-		name=${spec%%:*} flavour=patched cfg=$out/daemon-$name.json
+		name=${spec%%:*} flavor=patched cfg=$out/daemon-$name.json
 		echo "${spec#*:}" >"$cfg"
 	fi
-	log "neighbour: $name ($flavour, $(cat "$cfg"))"
-	eval "$("$AB_ROOT/hack/hosts/daemon.sh" up "$flavour" --config "$cfg")"
+	log "neighbour: $name ($flavor, $(cat "$cfg"))"
+	eval "$("$AB_ROOT/hack/hosts/daemon.sh" up "$flavor" --config "$cfg")"
 	run_memholder mh "$size"
 	sync
 	sleep 2
@@ -124,8 +124,8 @@ for v in "${variants[@]}"; do
 	t1=$(date +%s.%N)
 	stop_sampler
 	runs+=("$name $t0 $t1 $c0 $c1")
-	"$AB_ROOT/hack/hosts/daemon.sh" down "$flavour" >/dev/null
-	flavour=''
+	"$AB_ROOT/hack/hosts/daemon.sh" down "$flavor" >/dev/null
+	flavor=''
 done
 
 PYTHONPATH=$AB_ROOT/hack:$AB_ROOT/hack/measure python3 - "$out" "$size" "$seconds" "$dev" "$("$AB_ROOT/hack/stack/patches.sh" hash 2>/dev/null || echo unknown)" "${runs[@]}" <<'EOF'

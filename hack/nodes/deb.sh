@@ -144,12 +144,12 @@ finish() { # root package version
 }
 
 build_dockerd() { # patched|stock
-	local flavour=$1 bin version upstream root description config hash series_hash
-	bin=$AB_ROOT/bin/dockerd-$flavour
+	local flavor=$1 bin version upstream root description config hash series_hash
+	bin=$AB_ROOT/bin/dockerd-$flavor
 	[ -x "$bin" ] || die "deb: $bin is missing: run make build"
 	[ -x "$AB_ROOT/bin/docker-proxy" ] || die "deb: $AB_ROOT/bin/docker-proxy is missing: run make build"
 	upstream=$(dockerd_version "$bin")
-	case $flavour in
+	case $flavor in
 	patched)
 		[[ $upstream == "$UPSTREAM_VERSION+ab."* ]] ||
 			die "deb: $bin reports '$upstream', not $UPSTREAM_VERSION+ab.<series hash>: run make build"
@@ -174,7 +174,7 @@ build_dockerd() { # patched|stock
 		"$(jq -S . "$SRC/daemon.stock.json")" ] ||
 		die "deb: hack/nodes/deb/daemon.stock.json must be hack/nodes/deb/daemon.json without the series' options"
 
-	root=$(new_root "dockerd-$flavour")
+	root=$(new_root "dockerd-$flavor")
 	install -d -m 0755 "$root/$LIB/bin" "$root/usr/sbin" "$root/lib/systemd/system" "$root/etc/moby-ab" \
 		"$root/usr/share/man/man8" "$root/usr/share/lintian/overrides" "$root/usr/share/doc/moby-ab-dockerd"
 	install -m 0755 "$bin" "$root/$LIB/bin/dockerd"
@@ -191,7 +191,7 @@ build_dockerd() { # patched|stock
 	install -m 0644 "$SRC/README.Debian" "$root/usr/share/doc/moby-ab-dockerd/README.Debian"
 	install -m 0644 "$SRC/dockerd.lintian-overrides" "$root/usr/share/lintian/overrides/moby-ab-dockerd"
 	local entries=("Docker Engine $UPSTREAM_VERSION, upstream commit ${UPSTREAM_COMMIT:0:12} (Go module $UPSTREAM_MODULE@$UPSTREAM_MODULE_VERSION).")
-	if [ "$flavour" = patched ]; then
+	if [ "$flavor" = patched ]; then
 		entries+=("dockerd with the moby-ab patch series $hash.")
 		if [ "$hash" = "$series_hash" ]; then
 			local p

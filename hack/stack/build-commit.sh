@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the patched dockerd of a commit of this project into
 # bin/dockerd-commit-<its first 12 hex digits>, so that a suite can run two
-# commits of the series in turns (a flavour's binary = "commit:<rev>",
+# commits of the series in turns (a flavor's binary = "commit:<rev>",
 # hack/ab/systems/dockerd.py). The commit's tree is exported (git archive)
 # into a directory of its own under build/commits/ and built there by its
 # own hack/stack/build.sh patched, with a build directory of its own (the

@@ -17,26 +17,26 @@
 # ip6tables-save (upstream's CI lacks the ip6tables modules).
 #
 # Tests that start daemons of their own (internal/testutil/daemon) run
-# `dockerd` from PATH: a directory in PATH links it to this flavour's binary.
+# `dockerd` from PATH: a directory in PATH links it to this flavor's binary.
 # The tests run in a mount and a network namespace of their own, so the
 # bind mounts, the daemons' bridges and firewall rules stay inside; their
 # data, exec roots and sockets are in a temporary directory removed at the
 # end, and any daemon or containerd they leave running is stopped by its
 # pidfile.
 #
-# usage: hack/stack/test-moby-integration.sh [--flavour stock|patched] [go test -run regexp]
+# usage: hack/stack/test-moby-integration.sh [--flavor stock|patched] [go test -run regexp]
 #   the regexp is run in each package (default: the tests named above);
-#   --flavour stock runs the same tests against the stock daemon (they fail
+#   --flavor stock runs the same tests against the stock daemon (they fail
 #   there: that is what the series fixes).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-FLAVOUR=patched
-if [ "${1:-}" = --flavour ]; then
-	FLAVOUR=${2:?--flavour needs stock or patched}
+FLAVOR=patched
+if [ "${1:-}" = --flavor ]; then
+	FLAVOR=${2:?--flavor needs stock or patched}
 	shift 2
 fi
-case $FLAVOUR in stock | patched) ;; *) die "unknown flavour $FLAVOUR" ;; esac
+case $FLAVOR in stock | patched) ;; *) die "unknown flavor $FLAVOR" ;; esac
 # the tests run by default, per package of integration/
 declare -A RUN=(
 	[container]='^(TestCheckpoint|TestCheckpointAPIErrors|TestCheckpointRestoreCustomDir|TestCheckpointQueue|TestCheckpointQueueInvalidOption)$'
@@ -50,7 +50,7 @@ FROZEN="busybox:latest busybox:glibc hello-world:frozen debian:trixie-slim hello
 
 [ "$(id -u)" = 0 ] || die "moby integration tests need root"
 "$AB_ROOT/hack/stack/patches.sh" ensure
-[ -x "$AB_ROOT/bin/dockerd-$FLAVOUR" ] || "$AB_ROOT/hack/stack/build.sh" "$FLAVOUR"
+[ -x "$AB_ROOT/bin/dockerd-$FLAVOR" ] || "$AB_ROOT/hack/stack/build.sh" "$FLAVOR"
 "$AB_ROOT/hack/hosts/images.sh" build busybox >/dev/null
 
 out=$(mktemp -d)
@@ -65,7 +65,7 @@ cleanup() {
 		dockerd* | containerd) stop_pid "$pid" "test daemon" 10 ;;
 		esac
 	done < <(find "$out/dest" "$out/tmp" \( -name docker.pid -o -name containerd.pid \) 2>/dev/null)
-	"$AB_ROOT/hack/hosts/daemon.sh" down "$FLAVOUR" >/dev/null 2>&1 || true
+	"$AB_ROOT/hack/hosts/daemon.sh" down "$FLAVOR" >/dev/null 2>&1 || true
 	unmount_under "$out"
 	rm -rf "$out"
 }
@@ -77,10 +77,10 @@ for pkg in $PACKAGES; do
 done
 # `dockerd` and `docker-proxy` for the daemons the tests start
 mkdir -p "$out/bin" "$out/dest" "$out/tmp"
-ln -s "$AB_ROOT/bin/dockerd-$FLAVOUR" "$out/bin/dockerd"
+ln -s "$AB_ROOT/bin/dockerd-$FLAVOR" "$out/bin/dockerd"
 ln -s "$AB_ROOT/bin/docker-proxy" "$out/bin/docker-proxy"
 
-eval "$("$AB_ROOT/hack/hosts/daemon.sh" up "$FLAVOUR")"
+eval "$("$AB_ROOT/hack/hosts/daemon.sh" up "$FLAVOR")"
 export DOCKER_HOST
 "$AB_ROOT/hack/hosts/images.sh" load busybox
 for ref in $FROZEN; do
@@ -89,7 +89,7 @@ done
 
 status=0
 for pkg in $PACKAGES; do
-	log "moby integration: integration/$pkg -run ${RUN[$pkg]} against the $FLAVOUR daemon"
+	log "moby integration: integration/$pkg -run ${RUN[$pkg]} against the $FLAVOR daemon"
 	# CRIU (criu check), containerd and runc are in the runtime stack's bin.
 	PATH=$out/bin:$(ab_path) TMPDIR=$out/tmp DOCKER_INTEGRATION_DAEMON_DEST=$out/dest \
 		unshare --mount --net --propagation private -- sh -c 'ip link set lo up && exec "$@"' sh \

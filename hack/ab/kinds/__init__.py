@@ -6,7 +6,7 @@ these through its Kind (below); a kind's module has:
   suite files  KEYS         the top-level keys it takes
                SWITCHES     those of KEYS any suite may have while they are off
                REPETITIONS  the default
-               SYSTEMS      the systems its flavours may run on (ab.systems): dockerd, and
+               SYSTEMS      the systems its flavors may run on (ab.systems): dockerd, and
                             the peers it can compare the patched daemon with
                SCANS        (if true) a daemon option given as a list is a scan; without
                             it a list is refused

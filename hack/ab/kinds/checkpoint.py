@@ -4,11 +4,11 @@ applications, alone, all together, and in growing groups (seed 001).
 A cell is a scenario (alone, together, incremental) and a [[container]]:
 scenario names the one, container the other's name, image its image; an
 incremental step adds concurrent (how many were checkpointed at once). In
-together, container BATCH is the whole group. Flavour "runc" is the floor:
+together, container BATCH is the whole group. Flavor "runc" is the floor:
 runc checkpoint --image-path and fsync of a container of the same kind,
 measured in the dockerd hosts.
 
-Every flavour runs its containers with its system (ab.systems): stock and
+Every flavor runs its containers with its system (ab.systems): stock and
 patched are dockerd hosts (docker checkpoint create, docker start
 --checkpoint), podman is podman (podman container checkpoint and restore,
 with the project's runc and CRIU); the report puts patched against it as a
@@ -111,8 +111,8 @@ def prepare(r):
 
 
 def run(r):
-    """Per repetition and scenario, each flavour in the repetition's order
-    (runner.Runner.flavour_order): start the group's containers,
+    """Per repetition and scenario, each flavor in the repetition's order
+    (runner.Runner.flavor_order): start the group's containers,
     checkpoint them at once, time each and the batch; then the freeze seen
     from inside, the restore; runc's floor after."""
     s = r.s
@@ -121,14 +121,14 @@ def run(r):
     prog = Progress(sum(per[x] for x in s.scenarios) * s.repetitions * len(r.daemons))
     # runc's floor is measured in each dockerd test host in turn (one per
     # repetition, so it is not always beside the same daemon or after the
-    # same flavour), once that host's own checkpoints are cleaned up.
+    # same flavor), once that host's own checkpoints are cleaned up.
     hosts_ = [f for f in r.daemons if systems.name_of(f) == "dockerd"] or list(r.daemons)
 
     def floor_host(rep):
         return hosts_[rep % len(hosts_)]
     for rep in range(s.repetitions):
         for scen in s.scenarios:
-            for f in r.flavour_order(rep):
+            for f in r.flavor_order(rep):
                 d = r.daemons[f]
                 groups = {"alone": [[c] for c in s.containers], "together": [s.containers],
                           "incremental": [s.containers[:k] for k in range(1, n + 1)]}[scen]
@@ -139,7 +139,7 @@ def run(r):
                             start_container(d, c, nm)
                         # A container that has run a while: its start's
                         # writes are done before its checkpoint begins, and
-                        # the flavour before it has its images on the disk
+                        # the flavor before it has its images on the disk
                         # (sync waits for their writeback), not in its way.
                         time.sleep(s.settle)
                         hosts.sh("sync")
@@ -183,7 +183,7 @@ def run(r):
 
 
 def start_container(d, c, name):
-    system = systems.of(d.flavour)
+    system = systems.of(d.flavor)
     if c.memory:
         system.run_container(d, name, "ab/memholder", ["memholder", "-r", "200", str(max(1, c.memory >> 20))])
         deadline = time.monotonic() + 120
@@ -198,7 +198,7 @@ def start_container(d, c, name):
 
 def checkpoint(d, name, cp, leave_running, timeout):
     t0 = time.monotonic()
-    p = systems.of(d.flavour).checkpoint(d, name, cp, leave_running, timeout)
+    p = systems.of(d.flavor).checkpoint(d, name, cp, leave_running, timeout)
     t = time.monotonic() - t0
     if p.returncode != 0:
         return None, (p.stderr.strip().splitlines() or ["failed"])[-1][:300]
@@ -209,7 +209,7 @@ def freeze(d, name):
     """How long a memory holder was frozen by a --leave-running checkpoint,
     seen from inside: the longest gap of its 10 ms ticker (maxgap_ms in
     its next report; before the checkpoint it is a few ms)."""
-    logs = systems.of(d.flavour).logs
+    logs = systems.of(d.flavor).logs
     before = logs(d, name).count("\n")
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -222,7 +222,7 @@ def freeze(d, name):
 
 
 def restore(d, name, cp, leave_running, timeout):
-    system = systems.of(d.flavour)
+    system = systems.of(d.flavor)
     if leave_running:
         system.stop(d, name)
     t0 = time.monotonic()
@@ -273,7 +273,7 @@ def floor(d, c, rep, leave_running, timeout):
 
 def cleanup(d, names):
     if names:
-        systems.of(d.flavour).remove(d, names)
+        systems.of(d.flavor).remove(d, names)
 
 
 # --- the report -------------------------------------------------------------
@@ -325,7 +325,7 @@ def floor_table(doc):
 
 
 def together_table(doc):
-    """Checkpoint suites with "alone" and "together": per flavour, each
+    """Checkpoint suites with "alone" and "together": per flavor, each
     container's time beside the others against its time alone (seed 001,
     Figure 3), and the whole batch."""
     ents = {(e["flavor"], e["scenario"], e["container"]): e for e in doc["results"]
@@ -345,7 +345,7 @@ def together_table(doc):
              "Each container's checkpoint time with all the suite's containers checkpointed at once, against its "
              "time alone (medians; ratio together/alone paired by repetition, with its 95% t interval). The batch is the time from the "
              "requests to the last checkpoint done.", "",
-             "| flavour | container | alone | together | together/alone [95% CI] |",
+             "| flavor | container | alone | together | together/alone [95% CI] |",
              "| --- | --- | --- | --- | --- |"] + rows
     if ("stock", "together", BATCH) in es or ("patched", "together", BATCH) in es:
         bs, bp = es.get(("stock", "together", BATCH), []), es.get(("patched", "together", BATCH), [])
@@ -364,7 +364,7 @@ def after_samples(doc):
     md = []
     restores = [e for e in doc["results"] if e.get("restore_s")]
     if restores:
-        md += ["", "## Restores", "", "| flavour | container | restored | restore time (median) | errors |",
+        md += ["", "## Restores", "", "| flavor | container | restored | restore time (median) | errors |",
                "| --- | --- | --- | --- | --- |"]
         for e in restores:
             ok = [x for x in e["restore_s"] if x is not None]
@@ -376,7 +376,7 @@ def after_samples(doc):
     if frozen:
         md += ["", "## Freeze (--leave-running), seen from inside the container", "",
                "The longest gap of the memory holder's 10 ms ticker around the checkpoint.", "",
-               "| flavour | cell | median freeze (s) | samples |", "| --- | --- | --- | --- |"]
+               "| flavor | cell | median freeze (s) | samples |", "| --- | --- | --- | --- |"]
         for e in frozen:
             v = [x for x in e["freeze_s"] if x is not None]
             md.append(f"| {e['flavor']} | {cell_name(e)} | {fmt_v(stats.summary(v)['median'], 's')} | "

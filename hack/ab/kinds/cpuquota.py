@@ -138,7 +138,7 @@ def images(s):
 
 
 def run(r):
-    """Write the files once per flavour; then per repetition, each flavour
+    """Write the files once per flavor; then per repetition, each flavor
     in the repetition's order reads them in a container per CPU limit and
     mode."""
     s = r.s
@@ -156,7 +156,7 @@ def run(r):
     # the first read completes.
     nofile = q.files + 1024  # checked against the hard limit in prepare()
     for rep in range(s.repetitions):
-        for f in r.flavour_order(rep):
+        for f in r.flavor_order(rep):
             d = r.daemons[f]
             for cpus in rotate(q.cpus, rep):
                 for mode, n in rotate(cells, rep):
@@ -235,17 +235,17 @@ def _cq_cells(doc):
     return es, modes, cpus, ncpu
 
 
-def _cq(es, flavour, mode, cpus, field="times_s", by_rep=False):
+def _cq(es, flavor, mode, cpus, field="times_s", by_rep=False):
     """A cell's field: its values of the repetitions that succeeded, or
     (by_rep) those by repetition (report.keyed)."""
     for e in es:
-        if e["flavor"] == flavour and e["scenario"] == mode and e.get("cpus") == cpus:
+        if e["flavor"] == flavor and e["scenario"] == mode and e.get("cpus") == cpus:
             v = keyed(e, field)
             return v if by_rep else [v[r] for r in sorted(v)]
     return {} if by_rep else []
 
 
-def crossover(doc, flavour):
+def crossover(doc, flavor):
     """Per worker mode: the CPU limits where it beats async (time to read
     every file, the ratio's 95% interval below 1), where it loses (above 1),
     and where the two cannot be told apart (or too few samples tell): the
@@ -258,7 +258,7 @@ def crossover(doc, flavour):
         if not m.startswith("workers"):
             continue
         pays, ties, costs = [], [], []
-        rs = [(c, stats.paired(_cq(es, flavour, m, c, by_rep=True), _cq(es, flavour, "async", c, by_rep=True))) for c in cpus]
+        rs = [(c, stats.paired(_cq(es, flavor, m, c, by_rep=True), _cq(es, flavor, "async", c, by_rep=True))) for c in cpus]
         rs = [(c, r) for c, r in rs if r]
         # Holm across the CPU limits: a verdict per limit, the chance of any
         # false one at most 5%.
@@ -284,14 +284,14 @@ def cpuquota_tables(doc):
     es, modes, cpus, ncpu = _cq_cells(doc)
     if not es:
         return ""
-    flavours = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
+    flavors = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
     out = ["## Where workers stop paying (seed 003)", "",
            "Time to read every file (median of the repetitions, seconds; files/s in brackets) per CPU limit "
            "(`docker run --cpus`), per way of reading: one file after the other, Promise.all over every file "
            "(libuv's pool does the I/O), or N worker threads each reading a slice with Promise.all. "
            "\"workers / async\": above 1, the workers are slower than plain async I/O.", ""]
     worker_modes = [m for m in modes if m.startswith("workers")]
-    for f in flavours:
+    for f in flavors:
         head = ["CPUs"] + modes + (["fastest"]) + ([f"{m} / async" for m in worker_modes] if "async" in modes else [])
         out += [f"**{f}**", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         for c in cpus:
@@ -319,12 +319,12 @@ def cpuquota_tables(doc):
     # CPU time and throttling: why the workers stop paying
     out += ["CPU time the reader used (user and system, every thread) and the time the CFS quota held it back "
             "(cpu.stat's throttled time, summed over the CPUs it waited on), medians in seconds:", "",
-            "| CPUs | mode | " + " | ".join(f"{f} CPU time / throttled" for f in flavours) + " |",
-            "| --- | --- |" + " --- |" * len(flavours)]
+            "| CPUs | mode | " + " | ".join(f"{f} CPU time / throttled" for f in flavors) + " |",
+            "| --- | --- |" + " --- |" * len(flavors)]
     for c in cpus:
         for m in modes:
             cells = []
-            for f in flavours:
+            for f in flavors:
                 cu, th = median_of(_cq(es, f, m, c, "cpu_s")), median_of(_cq(es, f, m, c, "throttled_s"))
                 cells.append(f"{cu:.2f} / {th:.2f}" if cu is not None and th is not None else
                              (f"{cu:.2f} / -" if cu is not None else "-"))
@@ -341,7 +341,7 @@ def cpuquota_tables(doc):
                 + (f" ({seed['note']})" if seed.get("note") else "") + ours
                 + ". Files per second puts the runs on one scale.", ""]
         head = ["seed run", "mode", "CPUs", "seed: time (median, runs)", "seed files/s"] + \
-            [f"ours, {f}: files/s" for f in flavours]
+            [f"ours, {f}: files/s" for f in flavors]
         out += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         for r in runs:
             ts = [x for x in r.get("elapsed_s", []) if isinstance(x, (int, float))]
@@ -350,7 +350,7 @@ def cpuquota_tables(doc):
             c = None if r.get("cpus", "unlimited") == "unlimited" else float(r["cpus"])
             med = median_of(ts)
             ours = []
-            for f in flavours:
+            for f in flavors:
                 v = median_of(_cq(es, f, label, c, "files_per_s"))
                 ours.append(fmt_v(v, "files/s") if v is not None else "not measured")
             out.append("| " + " | ".join([r.get("label", label), label, cpus_label(c),
@@ -361,17 +361,17 @@ def cpuquota_tables(doc):
 
 def plot_cpuquota(doc, outdir, plt):
     """cpuquota.png's companion, cpuquota-workers.png: (a) files/s against
-    the CPU limit per mode and flavour, the seed's runs as markers; (b) each
+    the CPU limit per mode and flavor, the seed's runs as markers; (b) each
     worker mode's time over async's: above 1 the workers cost."""
     es, modes, cpus, ncpu = _cq_cells(doc)
     if not es:
         return []
-    flavours = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
+    flavors = [f for f in ("stock", "patched") if any(e["flavor"] == f for e in es)]
     style = {"stock": "--", "patched": "-"}
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 5.2))
     xs = [cpu_value(c, ncpu) for c in cpus]
     for i, m in enumerate(modes):
-        for f in flavours:
+        for f in flavors:
             pts = [(x, _cq(es, f, m, c, "files_per_s")) for x, c in zip(xs, cpus)]
             pts = [(x, v) for x, v in pts if v]
             if not pts:
@@ -401,7 +401,7 @@ def plot_cpuquota(doc, outdir, plt):
         for i, m in enumerate(modes):
             if m not in worker_modes:
                 continue
-            for f in flavours:
+            for f in flavors:
                 pts = []
                 for x, c in zip(xs, cpus):
                     r = stats.ratio_ci(_cq(es, f, m, c, by_rep=True), _cq(es, f, "async", c, by_rep=True))
@@ -429,10 +429,10 @@ def plot_cpuquota(doc, outdir, plt):
         a.set_xticklabels([("unlimited\n(" + f"{ncpu}" + " CPUs)") if c is None else f"{c:g}" for c in cpus])
         a.set_xlabel("CPU limit (docker run --cpus)")
         a.grid(alpha=0.3)
-    # One legend for both panels: a colour per mode, a line style per flavour.
+    # One legend for both panels: a colour per mode, a line style per flavor.
     from matplotlib.lines import Line2D
     handles = [Line2D([], [], color=f"C{i}", marker="o", ms=4, label=m) for i, m in enumerate(modes)]
-    handles += [Line2D([], [], color="0.3", ls=style.get(f, "-"), label=f) for f in flavours]
+    handles += [Line2D([], [], color="0.3", ls=style.get(f, "-"), label=f) for f in flavors]
     if seen_seed:
         handles.append(Line2D([], [], color="0.3", marker="D", mfc="none", ms=8, ls="none",
                               label="seed 003's runs (files/s; colour: mode)"))

@@ -7,8 +7,8 @@ are sampled (hack/measure/diskstats.py). Its `workload`: "commits", a database's
 4 KiB commits, each followed by fdatasync, alternating with 4 KiB O_DIRECT
 reads at random offsets; or "reads", 4 KiB O_DIRECT reads at random
 offsets of a 2 GiB file of its own and nothing else. Each repetition
-first runs the neighbour alone for `idle` (flavour "idle"), then every
-variant, the flavours taking turns in the repetition's order. A daemon
+first runs the neighbour alone for `idle` (flavor "idle"), then every
+variant, the flavors taking turns in the repetition's order. A daemon
 option given as a list is a scan: patched at several
 checkpoint-write-bandwidth settings in one run.
 
@@ -156,7 +156,7 @@ def neighbour_run(workdir, out, seconds=None, during=None, commit=4096, workload
 
 def run(r):
     s, n = r.s, r.s.neighbour
-    variants = [(f, p) for f in s.flavours for p in s.flavours[f].variants()]
+    variants = [(f, p) for f in s.flavors for p in s.flavors[f].variants()]
     prog = Progress(s.repetitions * (len(variants) + 1))
     dev = diskstats().disk(hosts.AB_VAR)
     r.results.doc["disk"] = dev

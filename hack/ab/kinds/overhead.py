@@ -9,7 +9,7 @@ http and pingpong a placement of NETWORKS), image the image it ran in
 median latency (times_s) beside requests/s (rps), which the report
 compares; pingpong's are the median round trip (p50_us).
 
-A flavour's containers are its system's (ab.systems): docker's for stock
+A flavor's containers are its system's (ab.systems): docker's for stock
 and patched, ch-run's for charliecloud, which runs cpu and pingpong (on
 the host network: it has no other)."""
 import os
@@ -101,7 +101,7 @@ def validate(v, d, s):
         s.http = http(v, v.typed(d.get("http", {}), dict, ("http",), "an [http] table"))
     if "pingpong" in wl:
         s.pingpong = pingpong(v, v.typed(d.get("pingpong", {}), dict, ("pingpong",), "a [pingpong] table"))
-    for name, fl in s.flavours.items():
+    for name, fl in s.flavors.items():
         system = systems.get(fl.system)
         other = [x for x in wl if x not in system.WORKLOADS]
         if other:
@@ -113,7 +113,7 @@ def validate(v, d, s):
 
 
 def placements(networks, system):
-    """Of networks, those a flavour on system runs in: native, and its
+    """Of networks, those a flavor on system runs in: native, and its
     containers' (system.NETWORKS)."""
     return [n for n in networks if n == "native" or n in system.NETWORKS]
 
@@ -212,7 +212,7 @@ def images(s):
 
 
 def run(r):
-    """Per repetition, each flavour in the repetition's order runs every
+    """Per repetition, each flavor in the repetition's order runs every
     workload."""
     s = r.s
     def steps(w, f):
@@ -223,7 +223,7 @@ def run(r):
         return {"run": 1, "cpu": 2, "files": 2}[w]
     prog = Progress(sum(steps(w, f) for w in s.workloads for f in r.daemons) * s.repetitions)
     for rep in range(s.repetitions):
-        for f in r.flavour_order(rep):
+        for f in r.flavor_order(rep):
             d = r.daemons[f]
             for w in s.workloads:
                 MEASURE[w](r, d, rep, prog)
@@ -231,9 +231,9 @@ def run(r):
 
 def measure_run(r, d, rep, prog):
     t, err = hyperfine(r.tmp, d.env, "docker run --rm ab/busybox true", timeout=r.s.sample_timeout)
-    r.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="run", container="busybox true"),
+    r.results.add(Cell(d.flavor, image="ab/busybox", params=d.config, scenario="run", container="busybox true"),
                   t, err)
-    prog.step(f"overhead run {d.flavour} rep {rep + 1}: {t:.3f}s" if t else f"overhead run FAILED {err}")
+    prog.step(f"overhead run {d.flavor} rep {rep + 1}: {t:.3f}s" if t else f"overhead run FAILED {err}")
 
 
 CPU = "head -c 300000000 /dev/zero | busybox sha256sum >/dev/null"
@@ -243,14 +243,14 @@ def measure_cpu(r, d, rep, prog):
     # The same busybox binary, natively in the test host and in a container.
     t, err = hyperfine(r.tmp, d.env, f"nsenter --net={d.netns()} busybox sh -c '{CPU}'",
                        timeout=r.s.sample_timeout)
-    r.results.add(Cell(d.flavour, params=d.config, scenario="cpu", container="native"), t, err)
-    prog.step(f"overhead cpu native ({d.flavour} host) rep {rep + 1}: {t:.2f}s" if t else "cpu native FAILED")
+    r.results.add(Cell(d.flavor, params=d.config, scenario="cpu", container="native"), t, err)
+    prog.step(f"overhead cpu native ({d.flavor} host) rep {rep + 1}: {t:.2f}s" if t else "cpu native FAILED")
     # in a container: the system's (docker exec into a running one, ch-run)
-    with systems.of(d.flavour).shell(d, "ab/busybox", "abov-cpu") as prefix:
+    with systems.of(d.flavor).shell(d, "ab/busybox", "abov-cpu") as prefix:
         t, err = hyperfine(r.tmp, d.env, f"{prefix} sh -c '{CPU}'", timeout=r.s.sample_timeout)
-    r.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="cpu", container="container"),
+    r.results.add(Cell(d.flavor, image="ab/busybox", params=d.config, scenario="cpu", container="container"),
                   t, err)
-    prog.step(f"overhead cpu container {d.flavour} rep {rep + 1}: {t:.2f}s" if t else "cpu container FAILED")
+    prog.step(f"overhead cpu container {d.flavor} rep {rep + 1}: {t:.2f}s" if t else "cpu container FAILED")
 
 
 # Small files (seeds 002, 003): one process writes 2000 files of 4 KiB,
@@ -266,8 +266,8 @@ def measure_files(r, d, rep, prog):
     native_dir = os.path.join(d.vardir(), "abov-files")
     t, err = hyperfine(r.tmp, d.env, "busybox sh -c " + shlex.quote(FILES.format(dir=native_dir)),
                        timeout=r.s.sample_timeout)
-    r.results.add(Cell(d.flavour, params=d.config, scenario="files", container="native"), t, err)
-    prog.step(f"overhead files native ({d.flavour} host) rep {rep + 1}: {t:.2f}s" if t else f"files native FAILED {err}")
+    r.results.add(Cell(d.flavor, params=d.config, scenario="files", container="native"), t, err)
+    prog.step(f"overhead files native ({d.flavor} host) rep {rep + 1}: {t:.2f}s" if t else f"files native FAILED {err}")
     # in a container: its writable layer (overlay on the same disk)
     name = "abov-files"
     d.docker("run", "-d", "--name", name, "ab/busybox", "sleep", "3600")
@@ -276,20 +276,20 @@ def measure_files(r, d, rep, prog):
                            timeout=r.s.sample_timeout)
     finally:
         d.docker("rm", "-f", name, check=False)
-    r.results.add(Cell(d.flavour, image="ab/busybox", params=d.config, scenario="files", container="container"),
+    r.results.add(Cell(d.flavor, image="ab/busybox", params=d.config, scenario="files", container="container"),
                   t, err)
-    prog.step(f"overhead files container {d.flavour} rep {rep + 1}: {t:.2f}s" if t else f"files container FAILED {err}")
+    prog.step(f"overhead files container {d.flavor} rep {rep + 1}: {t:.2f}s" if t else f"files container FAILED {err}")
 
 
 # --- servers in each network placement ---------------------------------------
-# native: a process in the flavour's test host (its network namespace),
+# native: a process in the flavor's test host (its network namespace),
 # the same program the containers run; bridge: a container on the
 # default bridge, reached at its address; published: the same behind
 # a published port, reached at 127.0.0.1 (seed 004's -p 3000:3000, through
 # the daemon's port mapping); host: a container on the host network.
 
 def native(r, d, argv, cwd=None):
-    """Start argv in the flavour's test host; returns the Popen."""
+    """Start argv in the flavor's test host; returns the Popen."""
     log = open(os.path.join(r.tmp, f"native-{os.path.basename(argv[0])}.log"), "w")
     try:
         # nsenter without --fork execs argv: the Popen's pid is the server's
@@ -344,7 +344,7 @@ def start_http(r, d, net):
 
 
 def http_cell(r, d, net, ep):
-    return Cell(d.flavour, image=f"ab/{r.s.http.server}", params=d.config, scenario="http", container=net,
+    return Cell(d.flavor, image=f"ab/{r.s.http.server}", params=d.config, scenario="http", container=net,
                 kind_fields={"endpoint": ep})
 
 
@@ -360,7 +360,7 @@ def measure_http(r, d, rep, prog):
                 # this placement's cells get the error; the suite goes on
                 for ep in h.endpoints:
                     r.results.add(http_cell(r, d, net, ep), None, str(e)[:300])
-                    prog.step(f"overhead http {ep} {net} {d.flavour} rep {rep + 1}: FAILED {str(e)[:200]}")
+                    prog.step(f"overhead http {ep} {net} {d.flavor} rep {rep + 1}: FAILED {str(e)[:200]}")
                 continue
             for ep in h.endpoints:
                 url = base + ep
@@ -381,7 +381,7 @@ def measure_http(r, d, rep, prog):
                     w = {}
                 r.results.add(http_cell(r, d, net, ep), w.get("p50_s"), err, rps=w.get("rps"),
                               latency_mean_s=w.get("mean_s"), latency_p99_s=w.get("p99_s"), requests=w.get("requests"))
-                prog.step(f"overhead http {ep} {net} {d.flavour} rep {rep + 1}: "
+                prog.step(f"overhead http {ep} {net} {d.flavor} rep {rep + 1}: "
                           + (f"{w['rps']:.0f} req/s, p50 {w['p50_s'] * 1e3:.2f} ms" if w.get("rps") is not None
                              else f"FAILED {err}"))
         finally:
@@ -432,8 +432,8 @@ def measure_pingpong(r, d, rep, prog):
     srv = ["pingpong", "server", "-listen", f":{PINGPONG_PORT}", "-size", str(pp.size)]
     scpu, ccpu = pp.cpus(os.cpu_count() or 1)
     taskset = lambda cpu: ["taskset", "-c", cpu] if cpu is not None else []
-    system = systems.of(d.flavour)
-    # the placements the flavour's system has (charliecloud: the host network)
+    system = systems.of(d.flavor)
+    # the placements the flavor's system has (charliecloud: the host network)
     for net in rotate(placements(pp.networks, system), rep):
         proc = None
         try:
@@ -450,13 +450,13 @@ def measure_pingpong(r, d, rep, prog):
             res, err = parse_json_line(p.stdout), None
             if res is None:
                 err = ((p.stderr or "").strip().splitlines() or ["pingpong failed"])[-1][:300]
-            cell = Cell(d.flavour, image=None if net == "native" else "ab/pingpong", params=d.config,
+            cell = Cell(d.flavor, image=None if net == "native" else "ab/pingpong", params=d.config,
                         scenario="pingpong", container=net)
             res = res or {}
             r.results.add(cell, res["p50_us"] / 1e6 if res else None, err, mean_us=res.get("mean_us"),
                           p50_us=res.get("p50_us"), p99_us=res.get("p99_us"), round_trips=res.get("round_trips"),
                           cpus=f"{scpu},{ccpu}" if scpu is not None else None)
-            prog.step(f"overhead pingpong {net} {d.flavour} rep {rep + 1}: "
+            prog.step(f"overhead pingpong {net} {d.flavor} rep {rep + 1}: "
                       + (f"p50 {res['p50_us']:.1f} us, mean {res['mean_us']:.1f} us, p99 {res['p99_us']:.1f} us"
                          if res else f"FAILED {err}"))
         finally:

@@ -9,7 +9,7 @@ from ..report import bar_plot, fmt_v, keyed, median_of, versus
 
 
 # Where the overhead suites put a server and its client (http, pingpong):
-# native processes in the flavour's test host, containers on the bridge
+# native processes in the flavor's test host, containers on the bridge
 # network (reached at their address), containers on the host network, and
 # (http) a bridge container behind a published port, reached at 127.0.0.1 as
 # seed 004's -p 3000:3000 was.
@@ -45,8 +45,8 @@ def platforms_table(doc):
     trip natively and on each platform, each platform against the native
     runs of its own test host (paired by repetition)."""
     es = [e for e in doc["results"] if e.get("scenario") in ("cpu", "pingpong")]
-    flavours = _flavours(es)
-    if all(systems.name_of(f) == "dockerd" for f in flavours):
+    flavors = _flavors(es)
+    if all(systems.name_of(f) == "dockerd" for f in flavors):
         return ""
     cpu, pp = _entries(doc, "cpu"), _entries(doc, "pingpong")
     pls = [p for p in _placements(pp) if p != "native"]
@@ -56,11 +56,11 @@ def platforms_table(doc):
     rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     native = ["native (each test host's own process)"]
     if cpu:
-        native += [fmt_v(median_of([x for f in flavours for x in _samples(cpu, f, "native", "times_s")]), "s"), "1"]
+        native += [fmt_v(median_of([x for f in flavors for x in _samples(cpu, f, "native", "times_s")]), "s"), "1"]
     for _ in pls:
-        native += [fmt_v(median_of([x for f in flavours for x in _samples(pp, f, "native", "p50_us")]), "µs"), "1"]
+        native += [fmt_v(median_of([x for f in flavors for x in _samples(pp, f, "native", "p50_us")]), "µs"), "1"]
     rows.append("| " + " | ".join(native) + " |")
-    for f in flavours:
+    for f in flavors:
         cells = [PLATFORM.get(f, f)]
         if cpu:
             got = _samples(cpu, f, "container", "times_s")
@@ -95,9 +95,9 @@ PLACEMENT_NOTE = {"native": "a process in the test host", "bridge": "container o
                   "host": "container on the host network"}
 
 
-def _flavours(es):
-    """The flavours of entries es, in the order reports show them (ab.systems)."""
-    return [f for f in systems.flavours() if any(e["flavor"] == f for e in es)]
+def _flavors(es):
+    """The flavors of entries es, in the order reports show them (ab.systems)."""
+    return [f for f in systems.flavors() if any(e["flavor"] == f for e in es)]
 
 
 def _entries(doc, scenario, **match):
@@ -110,29 +110,29 @@ def _placements(es):
     return [p for p in NETWORKS if p in seen]
 
 
-def _against(es, flavours, pl, key, lower_is_better):
-    """A placement's table cells: patched against stock (with both flavours),
-    then each flavour against its native run ("1" for native itself)."""
-    got = {f: _samples(es, f, pl, key, True) for f in flavours}
+def _against(es, flavors, pl, key, lower_is_better):
+    """A placement's table cells: patched against stock (with both flavors),
+    then each flavor against its native run ("1" for native itself)."""
+    got = {f: _samples(es, f, pl, key, True) for f in flavors}
     cells = []
-    if _ab(flavours):
+    if _ab(flavors):
         cells.append(versus(got["patched"], got["stock"], lower_is_better))
-    for f in flavours:
+    for f in flavors:
         native = _samples(es, f, "native", key, True)
         cells.append("1" if pl == "native" and native else versus(got[f], native, lower_is_better))
     return cells
 
 
-def _ab(flavours):
-    """Whether both dockerd flavours are there (a patched/stock column)."""
-    return "stock" in flavours and "patched" in flavours
+def _ab(flavors):
+    """Whether both dockerd flavors are there (a patched/stock column)."""
+    return "stock" in flavors and "patched" in flavors
 
 
-def _samples(es, flavour, placement, field, by_rep=False):
+def _samples(es, flavor, placement, field, by_rep=False):
     """A placement's field: its values of the repetitions that succeeded,
     or (by_rep) those by repetition (report.keyed)."""
     for e in es:
-        if e["flavor"] == flavour and e["container"] == placement:
+        if e["flavor"] == flavor and e["container"] == placement:
             v = keyed(e, field)
             return v if by_rep else [v[r] for r in sorted(v)]
     return {} if by_rep else []
@@ -140,43 +140,43 @@ def _samples(es, flavour, placement, field, by_rep=False):
 
 def http_table(doc):
     """Seed 004's comparison: per endpoint, requests/s and latency of the
-    server as a native process and in each container placement, per flavour,
+    server as a native process and in each container placement, per flavor,
     each against native; the seed's requests/s beside where it gives them."""
     es = _entries(doc, "http")
     if not es:
         return ""
     seed = (doc.get("seed") or {}).get("http_rps") or {}
-    flavours = _flavours(es)
+    flavors = _flavors(es)
     endpoints = list(dict.fromkeys(e.get("endpoint") or "/" for e in es))
-    head = ["endpoint", "placement"] + [f"{f} req/s" for f in flavours]
-    head += ["patched/stock [95% CI]"] if _ab(flavours) else []
-    head += [f"{f} / native [95% CI]" for f in flavours] + ["seed req/s", "seed / native"]
+    head = ["endpoint", "placement"] + [f"{f} req/s" for f in flavors]
+    head += ["patched/stock [95% CI]"] if _ab(flavors) else []
+    head += [f"{f} / native [95% CI]" for f in flavors] + ["seed req/s", "seed / native"]
     rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    lat = ["| endpoint | placement | " + " | ".join(f"{f} mean / p50 / p99 (ms)" for f in flavours) + " |",
-           "| --- | --- |" + " --- |" * len(flavours)]
+    lat = ["| endpoint | placement | " + " | ".join(f"{f} mean / p50 / p99 (ms)" for f in flavors) + " |",
+           "| --- | --- |" + " --- |" * len(flavors)]
     for ep in endpoints:
         sub = [e for e in es if (e.get("endpoint") or "/") == ep]
         sd = seed.get(ep) or {}
         for pl in _placements(sub):
-            rps = {f: _samples(sub, f, pl, "rps") for f in flavours}
-            cells = [ep, pl] + [f"{fmt_v(median_of(rps[f]), 'req/s')}" for f in flavours]
-            cells += _against(sub, flavours, pl, "rps", False)
+            rps = {f: _samples(sub, f, pl, "rps") for f in flavors}
+            cells = [ep, pl] + [f"{fmt_v(median_of(rps[f]), 'req/s')}" for f in flavors]
+            cells += _against(sub, flavors, pl, "rps", False)
             sv, sn = sd.get(pl), sd.get("native")
             cells.append(fmt_v(sv, "req/s") if isinstance(sv, (int, float)) else "-")
             cells.append(f"{sv / sn:.2f}" if isinstance(sv, (int, float)) and isinstance(sn, (int, float)) and sn
                          else "-")
             rows.append("| " + " | ".join(cells) + " |")
             lc = []
-            for f in flavours:
+            for f in flavors:
                 m = [median_of(_samples(sub, f, pl, k)) for k in ("latency_mean_s", "times_s", "latency_p99_s")]
                 lc.append(" / ".join(f"{x * 1e3:.2f}" if x is not None else "-" for x in m))
             lat.append(f"| {ep} | {pl} | " + " | ".join(lc) + " |")
     used = _placements(es)
     out = ["## HTTP: native, bridge, published port, host (seed 004)", "",
-           "The same server and the same wrk in each flavour's test host: "
+           "The same server and the same wrk in each flavor's test host: "
            + "; ".join(f"{p}: {PLACEMENT_NOTE[p]}" for p in used)
            + ". Medians of the repetitions; \"/ native\" is each placement's requests/s over the native "
-             "process's in the same flavour (above 1: faster than native)."
+             "process's in the same flavor (above 1: faster than native)."
            + (" Seed 004 measured on a 4-vCPU AWS instance with wrk -t32 and Node 18; its bridge container was "
               "reached through a published port." if seed else ""), ""]
     out += rows + ["", "Latency (wrk's mean and percentiles, medians of the repetitions):", ""] + lat
@@ -185,15 +185,15 @@ def http_table(doc):
 
 def pingpong_table(doc):
     """Seed 002's point: message passing over the container network. Round
-    trips of a small message per placement, per flavour, against native."""
+    trips of a small message per placement, per flavor, against native."""
     es = _entries(doc, "pingpong")
     if not es:
         return ""
     mp = (doc.get("seed") or {}).get("message_passing") or {}
-    flavours = _flavours(es)
-    head = ["placement"] + [f"{f} mean / p50 / p99 (µs)" for f in flavours]
-    head += ["patched/stock, p50 [95% CI]"] if _ab(flavours) else []
-    head += [f"{f} / native, p50 [95% CI]" for f in flavours]
+    flavors = _flavors(es)
+    head = ["placement"] + [f"{f} mean / p50 / p99 (µs)" for f in flavors]
+    head += ["patched/stock, p50 [95% CI]"] if _ab(flavors) else []
+    head += [f"{f} / native, p50 [95% CI]" for f in flavors]
     head += ["seed: Docker / bare metal"] if mp else []
     rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     n = {x for e in es for x in e.get("round_trips", []) if x}
@@ -205,10 +205,10 @@ def pingpong_table(doc):
                   else f". In each, both run on CPU {srv}")
     for pl in _placements(es):
         cells = [pl]
-        for f in flavours:
+        for f in flavors:
             m = [median_of(_samples(es, f, pl, k)) for k in ("mean_us", "p50_us", "p99_us")]
             cells.append(" / ".join(fmt_v(x, "µs") for x in m))
-        cells += _against(es, flavours, pl, "p50_us", True)
+        cells += _against(es, flavors, pl, "p50_us", True)
         if mp:
             v = mp.get("mpi_communication_time")
             cells.append(f"{v:.2f} (MPI communication time)" if pl == "bridge" and isinstance(v, (int, float))
@@ -233,7 +233,7 @@ def pingpong_table(doc):
 
 def plot_placements(doc, outdir, plt):
     """overhead-placements.png: per endpoint (and ping-pong), each placement
-    against native, per flavour, with the seed's ratio beside."""
+    against native, per flavor, with the seed's ratio beside."""
     panels = []
     seed = (doc.get("seed") or {}).get("http_rps") or {}
     for ep in dict.fromkeys(e.get("endpoint") or "/" for e in _entries(doc, "http")):
@@ -252,8 +252,8 @@ def plot_placements(doc, outdir, plt):
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4), squeeze=False)
     for ax, (title, es, field, lower, sd, seed_label) in zip(axes[0], panels):
         pls = _placements(es)
-        flavours = _flavours(es)
-        series = [(f, f"C{i}") for i, f in enumerate(flavours)]
+        flavors = _flavors(es)
+        series = [(f, f"C{i}") for i, f in enumerate(flavors)]
         has_seed = any(isinstance(sd.get(p), (int, float)) for p in pls if p != "native")
         width = 0.8 / (len(series) + (1 if has_seed else 0))
         for j, (f, colour) in enumerate(series):

@@ -20,7 +20,7 @@ pull pulls both at once: its time is until both are in. Stock's one
 daemon-wide limit is shared by the two; the patched daemon's per-registry
 limits are not. The coldness check holds for each link.
 
-Every flavour pulls with its system (ab.systems): stock and patched are
+Every flavor pulls with its system (ab.systems): stock and patched are
 dockerd hosts (docker pull), a peer pulls with its own client (containerd:
 ctr image pull; podman: podman pull) in a test host of its own over the
 same kind of link; the coldness checks, the link and the order are the same for all.
@@ -178,9 +178,9 @@ def image(v, p, i):
 # --- the run ----------------------------------------------------------------
 
 def run(r):
-    """Push the images, then per link: every variant of every flavour pulls
+    """Push the images, then per link: every variant of every flavor pulls
     each image cold, warm-up pulls first, then the repetitions, the
-    flavours taking turns in each repetition's order."""
+    flavors taking turns in each repetition's order."""
     s = r.s
     refs, refs2 = {}, {}
     r.results.doc["images"] = {}
@@ -195,7 +195,7 @@ def run(r):
             ref2 = hosts.push_random_image(repo + "-second", "v1", img.layers, seed=1000 + i + 1)
             refs2[img.name] = ref2.replace(hosts.REGISTRY, hosts.REGISTRY2, 1)
             r.results.doc["images"][img.name]["second_ref"] = refs2[img.name]
-    variants = [(f, p, a) for f in s.flavours for p in s.flavours[f].variants()
+    variants = [(f, p, a) for f in s.flavors for p in s.flavors[f].variants()
                 for a in (s.arms if f == "patched" else [None])]
     prog = Progress(len(s.profiles) * len(s.images) * s.repetitions * len(variants))
     backend = hosts.link_backend(s.link_backend)
@@ -271,7 +271,7 @@ def timeline(r, rec, prof, n, link):
 
 
 def link_record(prof):
-    """A link as the suite configured it; "measured" is filled in per flavour."""
+    """A link as the suite configured it; "measured" is filled in per flavor."""
     rec = {"configured": {
         "rtt_ms": prof.rtt_ms, "rate_bits_per_s": prof.rate_bits_per_s, "loss_pct": prof.loss_pct,
         "jitter_ms": prof.jitter_ms, "queue_packets": prof.queue, "congestion": prof.congestion}, "measured": {}}
@@ -311,7 +311,7 @@ def _read_json(path):
 
 def pull(r, f, params, arm, prof, img, ref, ref2=None):
     """One cold pull of ref (and of ref2 at the same time, from the second
-    registry) by flavour f with params (for patched, in arm): (its cell,
+    registry) by flavor f with params (for patched, in arm): (its cell,
     seconds, error, bytes the registries sent)."""
     d = r.daemons[f]
     d.apply(params)
@@ -331,7 +331,7 @@ def timed_pull(r, d, img, ref, ref2=None):
     # --prepare does, and the pull is not timed warm.
     # The pull and the removal are the system's (ab.systems: docker pull,
     # ctr image pull, podman pull); the rest is the same for every system.
-    system = systems.of(d.flavour)
+    system = systems.of(d.flavor)
     refs = [x for x in (ref, ref2) if x]
     cold = system.cold_command(d, refs)
     for reg in (hosts.REGISTRY, hosts.REGISTRY2) if ref2 else (hosts.REGISTRY,):

@@ -59,7 +59,7 @@ def link_table(doc):
              f"Backend: {doc['link'].get('backend', '-')}. Measured: the round trip to the registry once the "
              "link was up (median of 5 TCP handshakes); the congestion control the registry's end sent with (its "
              "route's); packets, loss and queue drops the emulator counted over the whole profile, both directions.", "",
-             "| link | flavour | rtt configured | rtt measured | rate | loss configured | congestion | packets | "
+             "| link | flavor | rtt configured | rtt measured | rate | loss configured | congestion | packets | "
              "lost (%) | queue drops |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     rows = []
     for name, rec in profiles.items():
@@ -110,7 +110,7 @@ def coldness_table(doc):
     lines = ["## Cold pulls: bytes the registry sent", "",
              f"Per measured pull, the bytes the registry's end of the link sent, against the image's layers. "
              f"A pull that moved less than {COLD_FRACTION:.0%} of them failed as not cold.", "",
-             "| flavour | cell | params | image | sent per pull: median (min-max) | median / image |",
+             "| flavor | cell | params | image | sent per pull: median (min-max) | median / image |",
              "| --- | --- | --- | --- | --- | --- |"]
     profiles = (doc.get("link") or {}).get("profiles") or {}
     for e in rows:
@@ -211,7 +211,7 @@ def after_samples(doc):
         return []
     md = ["", "## Warm-up pulls (not in the statistics)", "",
           "Each variant's first pulls of each image over each link, before the measured ones.", "",
-          "| flavour | cell | params | warm-up times |", "| --- | --- | --- | --- |"]
+          "| flavor | cell | params | warm-up times |", "| --- | --- | --- | --- |"]
     for e in warm:
         md.append(f"| {e['flavor']} | {cell_name(e)} | {label(e['params'])} | "
                   f"{', '.join(fmt_v(x, 's') if x is not None else 'failed' for x in e['warmup_s'])} |")

@@ -1,16 +1,16 @@
-"""The systems under test: what a suite's flavours run on. One module per
+"""The systems under test: what a suite's flavors run on. One module per
 system, each with:
 
-  FLAVOURS          the [flavor.<name>] tables it runs (dockerd: stock and
+  FLAVORS          the [flavor.<name>] tables it runs (dockerd: stock and
                     patched; containerd: containerd; podman: podman;
                     charliecloud: charliecloud)
   TABLE_KEYS        the keys such a table takes
-  validate(v, w, t, name)  check table t (at w) beyond the keys every flavour
+  validate(v, w, t, name)  check table t (at w) beyond the keys every flavor
                     has, return its daemon settings (v: suite.Validator)
-  start(name, flavour, images)  bring its test host up with the flavour's
+  start(name, flavor, images)  bring its test host up with the flavor's
                     first variant, the images loaded where it runs containers:
                     a host object (below)
-  record(h, flavour)  what results.json says the host ran with (version,
+  record(h, flavor)  what results.json says the host ran with (version,
                     binary, image store, the settings given)
 
 A system the pull kind measures (dockerd, containerd, podman) also has
@@ -33,13 +33,13 @@ net: the client's completed process, the server gone when it returns).
 dockerd also has DEFAULTS and is_default(params): which stock entry is
 stock as shipped (the reports' "stock default").
 
-A host object has: flavour (the suite's name for it), host (its test host:
-network namespace ab-<host>, hack/hosts/link.sh's <flavour>), env (the environment
+A host object has: flavor (the suite's name for it), host (its test host:
+network namespace ab-<host>, hack/hosts/link.sh's <flavor>), env (the environment
 its commands run with), apply(params) (run with these settings, restarting
 where the system cannot reload), down(keep) (stop it, remove what it
 created, copy its log into keep), netns(), vardir().
 
-The core (suite, runner) asks a flavour's system for these; a kind says
+The core (suite, runner) asks a flavor's system for these; a kind says
 which systems it can measure (kinds.<kind>.SYSTEMS)."""
 NAMES = ("dockerd", "containerd", "podman", "charliecloud")
 _REGISTRY = {}
@@ -60,22 +60,22 @@ def every():
     return [get(n) for n in NAMES]
 
 
-def flavours():
-    """Every flavour name a suite may have, in the order reports show them."""
-    return tuple(f for m in every() for f in m.FLAVOURS)
+def flavors():
+    """Every flavor name a suite may have, in the order reports show them."""
+    return tuple(f for m in every() for f in m.FLAVORS)
 
 
-def name_of(flavour):
-    """The system that runs flavour (a name of flavours())."""
+def name_of(flavor):
+    """The system that runs flavor (a name of flavors())."""
     for n in NAMES:
-        if flavour in get(n).FLAVOURS:
+        if flavor in get(n).FLAVORS:
             return n
-    raise KeyError(flavour)
+    raise KeyError(flavor)
 
 
-def of(flavour):
-    """The module of the system that runs flavour."""
-    return get(name_of(flavour))
+def of(flavor):
+    """The module of the system that runs flavor."""
+    return get(name_of(flavor))
 
 
 def settings(v, w, t, setting, what):

@@ -12,10 +12,10 @@ applied in order with their whiteouts, nothing written outside the
 directory (a member naming .., an absolute path or a path through a
 symbolic link, a device node: the start fails). A container is one
 ch-run command on that directory, started in the host's namespace: the
-host network, as the dockerd flavours' `host` placement.
+host network, as the dockerd flavors' `host` placement.
 
 The overhead kind runs cpu (the hash in ch-run) and pingpong (the server
-and the client each a ch-run, over loopback). The flavour's ch_run table
+and the client each a ch-run, over loopback). The flavor's ch_run table
 is ch-run's options: write (-w, the image read-write; default false),
 private_tmp (-t, a /tmp of its own instead of the host's; default false),
 environment ("image": the image's Env alone, as docker gives it, the
@@ -37,7 +37,7 @@ import zlib
 
 from .. import hosts
 
-FLAVOURS = ("charliecloud",)
+FLAVORS = ("charliecloud",)
 TABLE_KEYS = ("ch_run",)
 HOST = "charliecloud"  # the test host: netns ab-charliecloud
 CH_RUN = "/usr/bin/ch-run"
@@ -111,8 +111,8 @@ class UnpackError(Exception):
 class Charliecloud:
     """ch-run in test host HOST: its namespace and root file systems."""
 
-    def __init__(self, flavour):
-        self.flavour = flavour
+    def __init__(self, flavor):
+        self.flavor = flavor
         self.host = HOST
         self.config = None
         self.version = None
@@ -394,12 +394,12 @@ def _apply_layer(layer, dest, budget):
 
 # --- the suite's host --------------------------------------------------------
 
-def start(name, flavour, images):
+def start(name, flavor, images):
     """The host with the first variant's options, images (build/images)
     unpacked."""
     c = Charliecloud(name)
     try:
-        c.up(flavour.variants()[0], images)
+        c.up(flavor.variants()[0], images)
     except BaseException:
         # not yet the runner's to take down: what up left goes now
         c.down()
@@ -407,13 +407,13 @@ def start(name, flavour, images):
     return c
 
 
-def record(c, flavour):
+def record(c, flavor):
     return {"version": c.version, "binary": "ch-run", "ch_run": ch_run_path(), "package": f"{PACKAGE} {c.package}",
             "network": f"the host's: test host namespace ab-{c.host}, loopback",
             "rootfs": {img: {k: rec.get(k) for k in ("archive", "sha256", "config_digest", "layers", "bytes",
                                                      "path")} for img, rec in c.images.items()},
             "options": {img: options(c.config, rec.get("env", [])) for img, rec in c.images.items()},
-            "settings": [dict(v) for v in flavour.variants()], "defaults": dict(DEFAULTS)}
+            "settings": [dict(v) for v in flavor.variants()], "defaults": dict(DEFAULTS)}
 
 
 # --- the overhead kind's workloads ----------------------------------------------

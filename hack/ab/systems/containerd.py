@@ -8,7 +8,7 @@ with ctr of the same version.
 A pull is `ctr image pull --plain-http REF` through the daemon's transfer
 service (not ctr --local: the fetch runs in the daemon, in its namespace,
 with the daemon's settings), unpacked into its default snapshotter
-(overlayfs) as dockerd's containerd image store does. The flavour's daemon
+(overlayfs) as dockerd's containerd image store does. The flavor's daemon
 table is the transfer service's settings
 ([plugins."io.containerd.transfer.v1.local"]): max_concurrent_downloads
 (its limiter, shared by layers and by the chunks of one layer) and
@@ -23,7 +23,7 @@ import shutil
 
 from .. import hosts, systems, units
 
-FLAVOURS = ("containerd",)
+FLAVORS = ("containerd",)
 TABLE_KEYS = ("daemon",)
 HOST = "ctrd"  # the test host: netns ab-ctrd (hack/lib.sh TEST_HOSTS)
 NAMESPACE = "moby-ab"  # containerd's namespace the pulls go into
@@ -63,8 +63,8 @@ def validate(v, w, t, name):
 class Containerd:
     """containerd's daemon in test host HOST."""
 
-    def __init__(self, flavour):
-        self.flavour = flavour
+    def __init__(self, flavor):
+        self.flavor = flavor
         self.host = HOST
         self.sock = None
         self.config = None
@@ -94,7 +94,7 @@ class Containerd:
         if keep:
             src = os.path.join(self.vardir(), "containerd.log")
             if os.path.isfile(src):
-                shutil.copyfile(src, os.path.join(keep, f"{self.flavour}-containerd.log"))
+                shutil.copyfile(src, os.path.join(keep, f"{self.flavor}-containerd.log"))
         hosts.sh(SCRIPT, "down", self.host, check=False)
         self.sock = None
 
@@ -116,12 +116,12 @@ def _server_version(text):
     return None
 
 
-def start(name, flavour, images):
+def start(name, flavor, images):
     """The daemon, running the first variant; images: nothing here runs
     containers, so none are loaded."""
     c = Containerd(name)
     try:
-        c.up(flavour.variants()[0])
+        c.up(flavor.variants()[0])
     except BaseException:
         # not yet the runner's to take down: what up left goes now
         c.down()
@@ -129,10 +129,10 @@ def start(name, flavour, images):
     return c
 
 
-def record(c, flavour):
+def record(c, flavor):
     return {"version": c.version, "binary": "containerd", "ctr": ctr_path(),
             "pull": "ctr image pull --plain-http (transfer service)", "snapshotter": "overlayfs",
-            "settings": [dict(v) for v in flavour.variants()],
+            "settings": [dict(v) for v in flavor.variants()],
             "defaults": {"max_concurrent_downloads": 3, "concurrent_layer_fetch_buffer": 0}}
 
 

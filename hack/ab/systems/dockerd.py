@@ -1,5 +1,5 @@
 """System dockerd: the stock and the patched daemon, each in its test host
-(hosts.Daemon over hack/hosts/daemon.sh). A flavour's daemon table is daemon.json
+(hosts.Daemon over hack/hosts/daemon.sh). A flavor's daemon table is daemon.json
 keys merged over the test host's; binary picks the dockerd it runs (an A/A
 run runs stock in both; "commit:<rev>" the patched daemon of a commit of
 this project, so that two commits take turns in one run). Its containers (the checkpoint kind) are docker's:
@@ -10,7 +10,7 @@ import re
 
 from .. import hosts
 
-FLAVOURS = ("stock", "patched")
+FLAVORS = ("stock", "patched")
 # dockerd's defaults of the settings suites scan: a stock entry with these
 # (or without the key) and nothing else is stock as shipped
 DEFAULTS = {"max-concurrent-downloads": 3}
@@ -28,13 +28,13 @@ NETWORKS = ("bridge", "published", "host")
 
 
 def binary_of(v, w, binary):
-    """The dockerd a flavour's binary names, as bin/dockerd-<it>: stock,
+    """The dockerd a flavor's binary names, as bin/dockerd-<it>: stock,
     patched, "commit:<rev>", the patched daemon built from a commit of this
     project (its patches/; hack/stack/build-commit.sh), or "series:<hash>",
     that of a commit whose patches/ is that series (hosts.commit_of_series),
     each resolving to commit-<the commit's first 12 hex digits>; None: the
-    flavour's own."""
-    if binary is None or binary in FLAVOURS:
+    flavor's own."""
+    if binary is None or binary in FLAVORS:
         return binary
     if isinstance(binary, str) and binary.startswith("commit:"):
         rev = binary.removeprefix("commit:")
@@ -51,7 +51,7 @@ def binary_of(v, w, binary):
         if not sha:
             v.fail(w + ("binary",), f"binary: {binary!r}: no commit of this project has the series {series}")
         return f"commit-{sha[:12]}"
-    v.fail(w + ("binary",), f"binary: want one of {', '.join(FLAVOURS)} (bin/dockerd-<binary>), "
+    v.fail(w + ("binary",), f"binary: want one of {', '.join(FLAVORS)} (bin/dockerd-<binary>), "
            f"\"commit:<rev>\" or \"series:<hash>\" (the patched daemon of a commit of this project, or of "
            f"one whose patches/ is that series), got {binary!r}")
 
@@ -64,18 +64,18 @@ def validate(v, w, t, name):
     return daemon
 
 
-def start(name, flavour, images):
-    if flavour.dockerd.startswith("commit-"):
-        hosts.build_commit(flavour.dockerd.removeprefix("commit-"))
+def start(name, flavor, images):
+    if flavor.dockerd.startswith("commit-"):
+        hosts.build_commit(flavor.dockerd.removeprefix("commit-"))
     d = hosts.Daemon(name)
-    d.up(flavour.variants()[0], binary=flavour.dockerd)
+    d.up(flavor.variants()[0], binary=flavor.dockerd)
     if images:
         d.load(*images)
     return d
 
 
-def record(d, flavour):
-    return {"version": d.version, "binary": f"dockerd-{flavour.dockerd}"}
+def record(d, flavor):
+    return {"version": d.version, "binary": f"dockerd-{flavor.dockerd}"}
 
 
 def pull_command(d, refs):

@@ -7,7 +7,7 @@ runc, and with rlimits this host grants (nofile 1024, nproc 4096).
 
 podman has no daemon: a pull is `podman pull REF` (containers/image, its
 layers copied in parallel), stored in its overlay storage, timed from the
-command's start to its end as the docker and ctr clients are. The flavour's
+command's start to its end as the docker and ctr clients are. The flavor's
 daemon table is settings of containers.conf's [engine] table:
 image_parallel_copies (layers copied at once; podman's default, 0 in its
 containers.conf, is containers/image's 6). Another setting rewrites
@@ -22,7 +22,7 @@ import shutil
 
 from .. import hosts, systems
 
-FLAVOURS = ("podman",)
+FLAVORS = ("podman",)
 TABLE_KEYS = ("daemon",)
 HOST = "podman"  # the test host: netns ab-podman (hack/lib.sh TEST_HOSTS)
 SCRIPT = os.path.join(hosts.HOSTS, "podman-host.sh")
@@ -67,8 +67,8 @@ def validate(v, w, t, name):
 class Podman:
     """podman in test host HOST."""
 
-    def __init__(self, flavour):
-        self.flavour = flavour
+    def __init__(self, flavor):
+        self.flavor = flavor
         self.host = HOST
         self.config = None
         self.info = None
@@ -101,7 +101,7 @@ class Podman:
         if keep:
             src = os.path.join(rundir(), "events.log")
             if os.path.isfile(src):
-                shutil.copyfile(src, os.path.join(keep, f"{self.flavour}-podman-events.log"))
+                shutil.copyfile(src, os.path.join(keep, f"{self.flavor}-podman-events.log"))
         hosts.sh(SCRIPT, "down", self.host, check=False)
 
     def netns(self):
@@ -133,12 +133,12 @@ def parse_info(text):
             "cgroup_manager": get("host", "cgroupManager")}
 
 
-def start(name, flavour, images):
+def start(name, flavor, images):
     """The host, with the first variant's settings, images (build/images)
     loaded into its storage."""
     p = Podman(name)
     try:
-        p.up(flavour.variants()[0])
+        p.up(flavor.variants()[0])
         build = os.environ.get("AB_BUILD", os.path.join(hosts.ROOT, "build"))
         for img in images:
             p.podman("load", "-q", "-i", os.path.join(build, "images", f"{img}.tar"))
@@ -149,7 +149,7 @@ def start(name, flavour, images):
     return p
 
 
-def record(p, flavour):
+def record(p, flavor):
     info = p.info or {}
     return {"version": info.get("version"), "binary": "podman", "pull": "podman pull (containers/image; no daemon)",
             "storage_driver": info.get("storage_driver"), "graphroot": info.get("graphroot"),
@@ -157,7 +157,7 @@ def record(p, flavour):
             "runtime": info.get("runtime"), "runtime_version": info.get("runtime_version"),
             "cgroup_manager": info.get("cgroup_manager"), "ulimits": list(ULIMITS),
             "blob_info_cache": "in memory, per command",
-            "settings": [dict(v) for v in flavour.variants()], "defaults": dict(DEFAULTS)}
+            "settings": [dict(v) for v in flavor.variants()], "defaults": dict(DEFAULTS)}
 
 
 def pull_command(p, refs):

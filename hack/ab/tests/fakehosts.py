@@ -30,9 +30,9 @@ def _unit(key):
 
 class World:
     """The pretend machine: its clock, its containers, and what goes wrong.
-    fail: {(what, flavour, occurrence)} of commands that fail; what is the
+    fail: {(what, flavor, occurrence)} of commands that fail; what is the
     command's name as value() counts it (e.g. "hyperfine", "checkpoint");
-    ("hang", flavour, command, occurrence): a hyperfine run that never
+    ("hang", flavor, command, occurrence): a hyperfine run that never
     ends, ended at its timeout as hosts.sh ends one."""
 
     def __init__(self, var, fail=()):
@@ -42,24 +42,24 @@ class World:
         self.fail = set(fail)
         self.logs = {}
         self.images = {}  # reference -> bytes, as pushed
-        self.sent = {}  # flavour -> bytes the registry sent it
-        self.restarts = {}  # flavour -> restarts
+        self.sent = {}  # flavor -> bytes the registry sent it
+        self.restarts = {}  # flavor -> restarts
         self.containerd_chunks = 0  # the running containerd's chunked downloads (0: off)
-        self.configs = {}  # flavour -> configurations written after the first (podman)
+        self.configs = {}  # flavor -> configurations written after the first (podman)
         self.podman_calls = []  # podman's arguments, in order
         self.downs = []  # the hosts taken down
         self.ch_run_calls = []  # ch-run's command lines (but hyperfine's), in order
-        self.containers = set()  # (flavour, name) of containers started and not removed
-        self.started = []  # (flavour, name) of every container started, in order
+        self.containers = set()  # (flavor, name) of containers started and not removed
+        self.started = []  # (flavor, name) of every container started, in order
 
     def push(self, repo, tag, layers, seed):
         ref = f"{hosts.REGISTRY}/{repo}:{tag}"
         self.images[ref] = sum(layers)
         return ref
 
-    def served_bytes(self, flavour, second=False):
+    def served_bytes(self, flavor, second=False):
         # The golden suites have no second registry.
-        return 0 if second else self.sent.get(flavour, 0)
+        return 0 if second else self.sent.get(flavor, 0)
 
     # --- time -------------------------------------------------------------
     def monotonic(self):
@@ -68,15 +68,15 @@ class World:
     def sleep(self, s):
         self.now += s
 
-    def value(self, what, flavour, detail, lo, hi):
+    def value(self, what, flavor, detail, lo, hi):
         """A sample of what, between lo and hi, depending on the command and
         how many times it ran: (value, occurrence, whether it fails)."""
-        key = (what, flavour, detail)
+        key = (what, flavor, detail)
         n = self.count.get(key, 0)
         self.count[key] = n + 1
         base = lo + (hi - lo) * _unit(key)
         v = round(base * (1 + 0.04 * ((n * 7 + 3) % 5 - 2)), 4)
-        return v, n, (what, flavour, n) in self.fail or (what, flavour, detail, n) in self.fail
+        return v, n, (what, flavor, n) in self.fail or (what, flavor, detail, n) in self.fail
 
     # --- commands ---------------------------------------------------------
     @staticmethod
@@ -85,23 +85,23 @@ class World:
 
     def sh(self, *args, env=None, check=True, capture=True, timeout=None):
         args = [str(a) for a in args]
-        flavour = "patched" if "patched" in (env or {}).get("DOCKER_HOST", "") else "stock"
+        flavor = "patched" if "patched" in (env or {}).get("DOCKER_HOST", "") else "stock"
         if (env or {}).get("CONTAINERD_ADDRESS"):
-            flavour = "containerd"
+            flavor = "containerd"
         if (env or {}).get("CONTAINERS_CONF"):
-            flavour = "podman"
+            flavor = "podman"
         if any("/ab-charliecloud" in a for a in args):
-            flavour = "charliecloud"
+            flavor = "charliecloud"
         if args[0] == "hyperfine":
             cmd = args[-1].replace(self.var, "$VAR")  # the same command in every run
             pulls = "docker pull" in cmd or "image pull" in cmd or "podman pull" in cmd
             lo, hi = (2.0, 6.0) if pulls else (0.2, 1.5)
-            if flavour == "containerd":
+            if flavor == "containerd":
                 # the chunk size in the environment's config: a faster pull
                 lo, hi = (lo / (1 + self.containerd_chunks), hi / (1 + self.containerd_chunks))
                 cmd += f" chunks={self.containerd_chunks}"
-            v, n, bad = self.value("hyperfine", flavour, cmd, lo, hi)
-            if ("hang", flavour, cmd, n) in self.fail:
+            v, n, bad = self.value("hyperfine", flavor, cmd, lo, hi)
+            if ("hang", flavor, cmd, n) in self.fail:
                 # what hosts.sh answers for a command it ended at its timeout;
                 # without one, the harness would wait for ever
                 if timeout is None:
@@ -113,16 +113,16 @@ class World:
                 json.dump({"results": [{"times": [v]}]}, f)
             if pulls:
                 # the registry sends the image and a little more; ("warm",
-                # flavour, cmd, n) in fail: the n-th pull found it cached
+                # flavor, cmd, n) in fail: the n-th pull found it cached
                 ref = re.findall(r"\S+:5000/\S+", cmd)[-1]
-                _, n, _ = self.value("sent", flavour, cmd, 0, 0)
-                warm = ("warm", flavour, cmd, n) in self.fail
+                _, n, _ = self.value("sent", flavor, cmd, 0, 0)
+                warm = ("warm", flavor, cmd, n) in self.fail
                 # served_bytes asks by test host
-                host = {"containerd": "ctrd"}.get(flavour, flavour)
+                host = {"containerd": "ctrd"}.get(flavor, flavor)
                 self.sent[host] = self.sent.get(host, 0) + (0 if warm else int(self.images.get(ref, 0) * 1.03))
             return self.done()
         if args[0] == "nsenter":
-            flavour = args[1].rsplit("-", 1)[-1]
+            flavor = args[1].rsplit("-", 1)[-1]
             rest = args[2:]
             if rest[0] == "taskset":
                 rest = rest[3:]
@@ -130,28 +130,28 @@ class World:
                 self.ch_run_calls.append(rest)
                 rest = rest[rest.index("--") + 1:]
                 if rest[0] == "pingpong":
-                    return self.pingpong(flavour, "host")
+                    return self.pingpong(flavor, "host")
                 return self.done()
             if rest[0] == "curl":
                 return self.done()
             if rest[0] == "wrk":
                 if "--latency" not in rest:
                     return self.done(out="warm-up\n")
-                return self.wrk(flavour, rest[-1])
+                return self.wrk(flavor, rest[-1])
             if os.path.basename(rest[0]) == "pingpong":
-                return self.pingpong(flavour, "native")
+                return self.pingpong(flavor, "native")
         if args[0].endswith("/runc"):
             v, _, bad = self.value("runc", "runc", args[-1], 0.2, 0.8)
             self.now += v
             return self.done(1, err="criu failed\n") if bad else self.done()
         return self.done()
 
-    def wrk(self, flavour, url):
-        rps, n, bad = self.value("wrk", flavour, url, 500.0, 3000.0)
+    def wrk(self, flavor, url):
+        rps, n, bad = self.value("wrk", flavor, url, 500.0, 3000.0)
         if bad:
             return self.done(1, err=f"unable to connect to {url} Connection refused\n")
-        # ("wrk-non2xx", flavour, url, n) in fail: the n-th run got error answers
-        non2xx = "  Non-2xx or 3xx responses: 12\n" if ("wrk-non2xx", flavour, url, n) in self.fail else ""
+        # ("wrk-non2xx", flavor, url, n) in fail: the n-th run got error answers
+        non2xx = "  Non-2xx or 3xx responses: 12\n" if ("wrk-non2xx", flavor, url, n) in self.fail else ""
         lat = round(400 / rps, 6)
         return self.done(out=f"""Running 3s test @ {url}
   2 threads and 400 connections
@@ -167,8 +167,8 @@ class World:
 Transfer/sec:      4.19MB
 """)
 
-    def pingpong(self, flavour, net):
-        p50, _, bad = self.value("pingpong", flavour, net, 10.0, 25.0)
+    def pingpong(self, flavor, net):
+        p50, _, bad = self.value("pingpong", flavor, net, 10.0, 25.0)
         if bad:
             return self.done(1, err="pingpong: connection refused\n")
         r = {"round_trips": 1000, "mean_us": round(p50 * 1.1, 2), "p50_us": p50, "p99_us": round(p50 * 2.5, 2)}
@@ -176,7 +176,7 @@ Transfer/sec:      4.19MB
 
     def docker(self, d, args):
         args = [str(a) for a in args]
-        f = d.flavour
+        f = d.flavor
         if args[0] == "run" and "--rm" in args:
             if "ab/pingpong" in args:
                 return self.pingpong(f, "host" if "host" in args else "bridge")
@@ -228,8 +228,8 @@ class FakeContainerd:
     """systems.containerd.Containerd's interface, answered by the World: a
     chunked setting makes its pulls faster."""
 
-    def __init__(self, world, flavour):
-        self.world, self.flavour, self.host = world, flavour, "ctrd"
+    def __init__(self, world, flavor):
+        self.world, self.flavor, self.host = world, flavor, "ctrd"
         self.sock, self.config, self.version = None, None, "v2.3.3"
 
     @property
@@ -245,10 +245,10 @@ class FakeContainerd:
             self.config = dict(config)
             chunked = config.get("concurrent_layer_fetch_buffer", 0) >= 512
             self.world.containerd_chunks = config.get("max_concurrent_downloads", 3) if chunked else 0
-            self.world.restarts[self.flavour] = self.world.restarts.get(self.flavour, 0) + 1
+            self.world.restarts[self.flavor] = self.world.restarts.get(self.flavor, 0) + 1
 
     def down(self, keep=None):
-        self.world.downs.append(self.flavour)
+        self.world.downs.append(self.flavor)
 
     def netns(self):
         return "/run/netns/ab-ctrd"
@@ -262,8 +262,8 @@ class FakeContainerd:
 class FakePodman:
     """systems.podman.Podman's interface, answered by the World."""
 
-    def __init__(self, world, flavour):
-        self.world, self.flavour, self.host = world, flavour, "podman"
+    def __init__(self, world, flavor):
+        self.world, self.flavor, self.host = world, flavor, "podman"
         self.config = None
         self.info = {"version": "4.3.1", "storage_driver": "overlay", "graphroot": "/var/lib/moby-ab/podman/storage",
                      "runroot": "/run/moby-ab/podman/storage", "runtime": "/opt/moby-ab/bin/runc",
@@ -279,7 +279,7 @@ class FakePodman:
     def apply(self, config):
         if config != self.config:  # containers.conf rewritten
             self.config = dict(config)
-            self.world.configs[self.flavour] = self.world.configs.get(self.flavour, 0) + 1
+            self.world.configs[self.flavor] = self.world.configs.get(self.flavor, 0) + 1
 
     def podman(self, *args, check=True, timeout=600):
         """Its containers, answered as the World answers docker's."""
@@ -294,7 +294,7 @@ class FakePodman:
         return self.world.done()
 
     def down(self, keep=None):
-        self.world.downs.append(self.flavour)
+        self.world.downs.append(self.flavor)
 
     def netns(self):
         return "/run/netns/ab-podman"
@@ -309,8 +309,8 @@ class FakeCharliecloud(systems_charliecloud.Charliecloud):
     """systems.charliecloud.Charliecloud with a pretend namespace and root
     file systems: its commands are the real ones, answered by the World."""
 
-    def __init__(self, world, flavour):
-        super().__init__(flavour)
+    def __init__(self, world, flavor):
+        super().__init__(flavor)
         self.world = world
 
     def up(self, config, images):
@@ -325,7 +325,7 @@ class FakeCharliecloud(systems_charliecloud.Charliecloud):
     def down(self, keep=None):
         for p in list(self.servers):
             self.stop(p)
-        self.world.downs.append(self.flavour)
+        self.world.downs.append(self.flavor)
 
     def vardir(self):
         return "/var/lib/moby-ab/charliecloud"  # never made: the same in every run
@@ -334,13 +334,13 @@ class FakeCharliecloud(systems_charliecloud.Charliecloud):
 class FakeDaemon:
     """hosts.Daemon's interface, answered by the World."""
 
-    def __init__(self, world, flavour):
+    def __init__(self, world, flavor):
         self.world = world
-        self.flavour = flavour
-        self.host = flavour
-        self.sock = f"/run/moby-ab/{flavour}/docker.sock"
+        self.flavor = flavor
+        self.host = flavor
+        self.sock = f"/run/moby-ab/{flavor}/docker.sock"
         self.config = None
-        self.version = "29.8.1+ab.0123abcd" if flavour == "patched" else "29.8.1"
+        self.version = "29.8.1+ab.0123abcd" if flavor == "patched" else "29.8.1"
 
     @property
     def env(self):
@@ -348,7 +348,7 @@ class FakeDaemon:
 
     def up(self, config, binary=None):
         self.config = dict(config)
-        if binary and binary != self.flavour:
+        if binary and binary != self.flavor:
             self.version = "29.8.1+ab.0123abcd" if binary == "patched" else "29.8.1"
 
     def apply(self, config):
@@ -359,7 +359,7 @@ class FakeDaemon:
         pass
 
     def restart(self, between=None):
-        self.world.restarts[self.flavour] = self.world.restarts.get(self.flavour, 0) + 1
+        self.world.restarts[self.flavor] = self.world.restarts.get(self.flavor, 0) + 1
         if between:
             between()
 
@@ -370,15 +370,15 @@ class FakeDaemon:
         pass
 
     def netns(self):
-        return f"/run/netns/ab-{self.flavour}"
+        return f"/run/netns/ab-{self.flavor}"
 
     def vardir(self):
-        path = os.path.join(self.world.var, self.flavour)
+        path = os.path.join(self.world.var, self.flavor)
         os.makedirs(path, exist_ok=True)
         return path
 
     def runc_root(self):
-        return f"/run/moby-ab/{self.flavour}/exec/runtime-runc/moby"
+        return f"/run/moby-ab/{self.flavor}/exec/runtime-runc/moby"
 
 
 class FakeProcess:
@@ -434,10 +434,10 @@ def pretend(fail=()):
     world = World(var, fail)
     patches = [
         mock.patch.object(hosts, "sh", world.sh),
-        mock.patch.object(hosts, "Daemon", lambda flavour: FakeDaemon(world, flavour)),
-        mock.patch.object(systems_containerd, "Containerd", lambda flavour: FakeContainerd(world, flavour)),
-        mock.patch.object(systems_podman, "Podman", lambda flavour: FakePodman(world, flavour)),
-        mock.patch.object(systems_charliecloud, "Charliecloud", lambda flavour: FakeCharliecloud(world, flavour)),
+        mock.patch.object(hosts, "Daemon", lambda flavor: FakeDaemon(world, flavor)),
+        mock.patch.object(systems_containerd, "Containerd", lambda flavor: FakeContainerd(world, flavor)),
+        mock.patch.object(systems_podman, "Podman", lambda flavor: FakePodman(world, flavor)),
+        mock.patch.object(systems_charliecloud, "Charliecloud", lambda flavor: FakeCharliecloud(world, flavor)),
         mock.patch.object(hosts, "build_images", lambda *a: None),
         mock.patch.object(hosts, "registry_up", lambda: None),
         mock.patch.object(hosts, "registry_down", lambda: None),
@@ -446,9 +446,9 @@ def pretend(fail=()):
         mock.patch.object(hosts, "link_backend", lambda backend="auto": "tun" if backend == "auto" else backend),
         mock.patch.object(hosts, "push_random_image", world.push),
         mock.patch.object(hosts, "served_bytes", world.served_bytes),
-        mock.patch.object(hosts, "link_rtt_ms", lambda flavour, count=5: 140.4),
+        mock.patch.object(hosts, "link_rtt_ms", lambda flavor, count=5: 140.4),
         mock.patch.object(hosts, "link_congestion",
-                          lambda flavour, second=False: {"registry": "cubic", "host": "cubic", "default": "bbr"}),
+                          lambda flavor, second=False: {"registry": "cubic", "host": "cubic", "default": "bbr"}),
         mock.patch.object(results, "provenance", lambda path: dict(PROVENANCE)),
         mock.patch.object(results, "now", lambda: STARTED),
         mock.patch.object(results, "host_state", lambda: dict(HOST)),

@@ -1,4 +1,4 @@
-"""System charliecloud (ab.systems.charliecloud): its flavour table, the
+"""System charliecloud (ab.systems.charliecloud): its flavor table, the
 ch-run command lines it runs the overhead workloads with, the root file
 systems it unpacks from the project's image archives (and the archives it
 refuses), and what it leaves when it starts or fails."""
@@ -44,13 +44,13 @@ ch_run = { write = false, private_tmp = true, environment = "image" }
 
 
 class SuiteTest(SuiteErrors, unittest.TestCase):
-    def test_flavour_table(self):
+    def test_flavor_table(self):
         s = load(SUITE)
-        fl = s.flavours["charliecloud"]
+        fl = s.flavors["charliecloud"]
         self.assertEqual(fl.system, "charliecloud")
         self.assertEqual(fl.variants(), [{"write": False, "private_tmp": True, "environment": "image"}])
         text = SUITE.replace('ch_run = { write = false, private_tmp = true, environment = "image" }', "")
-        self.assertEqual(load(text).flavours["charliecloud"].variants(), [{}])
+        self.assertEqual(load(text).flavors["charliecloud"].variants(), [{}])
 
     def test_bad_settings_refused_naming_the_key_and_line(self):
         self.assertEditsRefused(SUITE, [
@@ -82,16 +82,16 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
     def test_peers_suite_is_seed_002s(self):
         """overhead-seed002-peers is overhead-seed002 with charliecloud at
         the harness's defaults added: the same workloads, ping-pong and
-        dockerd flavours; 10 repetitions, where 5 give no verdict."""
+        dockerd flavors; 10 repetitions, where 5 give no verdict."""
         root = os.path.join(hosts.ROOT, "hyperfine-suites")
         base = suite.load(os.path.join(root, "overhead-seed002.toml"))
         peers = suite.load(os.path.join(root, "overhead-seed002-peers.toml"))
         self.assertEqual((peers.workloads, peers.pingpong, peers.seed), (base.workloads, base.pingpong, base.seed))
         self.assertEqual((base.repetitions, peers.repetitions), (5, 10))
         for f in ("stock", "patched"):
-            self.assertEqual(peers.flavours[f], base.flavours[f])
-        self.assertEqual(list(peers.flavours), ["stock", "patched", "charliecloud"])
-        self.assertEqual(peers.flavours["charliecloud"].variants(), [{}])
+            self.assertEqual(peers.flavors[f], base.flavors[f])
+        self.assertEqual(list(peers.flavors), ["stock", "patched", "charliecloud"])
+        self.assertEqual(peers.flavors["charliecloud"].variants(), [{}])
         self.assertEqual(overhead.placements(peers.pingpong.networks, cc), ["native", "host"])
 
 
@@ -378,7 +378,7 @@ class HostTest(unittest.TestCase):
         self.image("busybox", BASE)
         # what a run before left
         os.makedirs(os.path.join(self.d, "var", "charliecloud", "img", "stale"))
-        fl = suite.Flavour("charliecloud", {"private_tmp": True}, system="charliecloud")
+        fl = suite.Flavor("charliecloud", {"private_tmp": True}, system="charliecloud")
         c = cc.start("charliecloud", fl, ["busybox"])
         root = os.path.join(self.d, "var", "charliecloud")
         self.assertEqual(os.listdir(os.path.join(root, "img")), ["busybox"])
@@ -400,7 +400,7 @@ class HostTest(unittest.TestCase):
     def test_a_failed_start_leaves_nothing(self):
         self.image("busybox", BASE)
         self.image("pingpong", layer(("../x", F, b"x", 0o644)))
-        fl = suite.Flavour("charliecloud", {}, system="charliecloud")
+        fl = suite.Flavor("charliecloud", {}, system="charliecloud")
         with self.assertRaisesRegex(hosts.HostError, r"charliecloud: .*pingpong.tar: '../x': a path with \.\."):
             cc.start("charliecloud", fl, ["busybox", "pingpong"])
         self.assertFalse(os.path.exists(os.path.join(self.d, "var", "charliecloud")))

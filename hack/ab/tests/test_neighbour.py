@@ -39,7 +39,7 @@ class NeighbourSuiteTest(SuiteErrors, unittest.TestCase):
         self.assertEqual((s.neighbour.size, s.neighbour.lead, s.neighbour.idle, s.neighbour.commit),
                          (64 << 20, 1.0, 5.0, 4096))
         self.assertEqual(load(GOOD.replace('lead = "1s"', 'lead = "1s"\ncommit = "16KiB"')).neighbour.commit, 16384)
-        self.assertEqual(s.flavours["patched"].variants(), [{"checkpoint-write-bandwidth": "0"},
+        self.assertEqual(s.flavors["patched"].variants(), [{"checkpoint-write-bandwidth": "0"},
                                                             {"checkpoint-write-bandwidth": "auto"}])
         self.assertEqual(s.neighbour.workload, "commits")
         self.assertEqual(load(GOOD.replace('lead = "1s"', 'lead = "1s"\nworkload = "reads"')).neighbour.workload,
@@ -385,7 +385,7 @@ class NeighbourRunTest(unittest.TestCase):
                 added.append((cell.flavor, t, extra))
 
         r = types.SimpleNamespace(s=s, results=Results(), tmp=tmp, interleave=lambda variants, rep: variants,
-                                  daemons={f: types.SimpleNamespace(apply=lambda p: None) for f in s.flavours})
+                                  daemons={f: types.SimpleNamespace(apply=lambda p: None) for f in s.flavors})
         diskstats = types.SimpleNamespace(disk=lambda path: "vda")
         with mock.patch.object(hosts, "AB_VAR", var), mock.patch.dict(sys.modules, {"diskstats": diskstats}), \
                 mock.patch.dict(neighbour_io.READ_FILE, {"reads": 4 << 20}), \
@@ -437,7 +437,7 @@ class NeighbourFailedCheckpointTest(unittest.TestCase):
         with mock.patch.object(results, "provenance", lambda path: {}):
             res = results.Results(s, tmp)
         r = types.SimpleNamespace(s=s, results=res, tmp=tmp, interleave=lambda variants, rep: variants, daemons={
-            f: types.SimpleNamespace(flavour=f, apply=lambda p: None, docker=docker(f)) for f in s.flavours})
+            f: types.SimpleNamespace(flavor=f, apply=lambda p: None, docker=docker(f)) for f in s.flavors})
         with mock.patch.object(hosts, "AB_VAR", var), mock.patch.object(hosts, "sh", lambda *a, **kw: None), \
                 mock.patch.object(neighbour, "diskstats", lambda: types.SimpleNamespace(disk=lambda path: "vda")), \
                 mock.patch.object(neighbour, "Sampler", lambda dev, path: types.SimpleNamespace(stop=lambda: [])), \

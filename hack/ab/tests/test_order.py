@@ -1,5 +1,5 @@
-"""The order of the flavours within a repetition: drawn from a seed that
-results.json records, balanced so that each flavour takes each position
+"""The order of the flavors within a repetition: drawn from a seed that
+results.json records, balanced so that each flavor takes each position
 equally often, each sample's position kept; and the report's diagnostic of
 an order effect, absent from results that recorded no positions."""
 import collections
@@ -19,7 +19,7 @@ MEASUREMENTS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs",
 
 
 def positions(orders):
-    """{flavour: Counter(position)} over orders."""
+    """{flavor: Counter(position)} over orders."""
     out = collections.defaultdict(collections.Counter)
     for order in orders:
         for i, f in enumerate(order):
@@ -28,32 +28,32 @@ def positions(orders):
 
 
 class OrdersTest(unittest.TestCase):
-    def test_each_flavour_takes_each_position_equally_often(self):
-        for flavours in (["stock", "patched"], ["stock", "patched", "podman"],
+    def test_each_flavor_takes_each_position_equally_often(self):
+        for flavors in (["stock", "patched"], ["stock", "patched", "podman"],
                          ["stock", "patched", "containerd", "podman"]):
-            n = len(flavours)
+            n = len(flavors)
             for k in (1, 2, 3):
-                with self.subTest(flavours=flavours, k=k):
-                    orders = measure.orders(flavours, k * n, seed=11)
+                with self.subTest(flavors=flavors, k=k):
+                    orders = measure.orders(flavors, k * n, seed=11)
                     self.assertEqual(len(orders), k * n)
                     for order in orders:
-                        self.assertEqual(sorted(order), sorted(flavours))
+                        self.assertEqual(sorted(order), sorted(flavors))
                     for f, at in positions(orders).items():
                         self.assertEqual(dict(at), {i: k for i in range(n)}, f)
 
-    def test_three_flavours_are_not_stuck_in_the_middle(self):
+    def test_three_flavors_are_not_stuck_in_the_middle(self):
         # sorted and reversed on odd repetitions, patched was always second
         orders = measure.orders(["stock", "patched", "charliecloud"], 6, seed=3)
         self.assertEqual(set(o.index("patched") for o in orders), {0, 1, 2})
 
     def test_the_seed_decides(self):
-        flavours = ["stock", "patched", "podman"]
-        self.assertEqual(measure.orders(flavours, 9, seed=5), measure.orders(list(reversed(flavours)), 9, seed=5))
-        drawn = {json.dumps(measure.orders(flavours, 9, seed=s)) for s in range(20)}
+        flavors = ["stock", "patched", "podman"]
+        self.assertEqual(measure.orders(flavors, 9, seed=5), measure.orders(list(reversed(flavors)), 9, seed=5))
+        drawn = {json.dumps(measure.orders(flavors, 9, seed=s)) for s in range(20)}
         self.assertGreater(len(drawn), 5)
 
     def test_a_partial_block_is_as_balanced_as_it_can_be(self):
-        # 7 repetitions of two: one flavour first 4 times, the other 3
+        # 7 repetitions of two: one flavor first 4 times, the other 3
         firsts = collections.Counter(o[0] for o in measure.orders(["stock", "patched"], 7, seed=1))
         self.assertEqual(sorted(firsts.values()), [3, 4])
 
@@ -61,7 +61,7 @@ class OrdersTest(unittest.TestCase):
         self.assertEqual(measure.seed_of("2025-01-01T00:00:00Z"), 1735689600)
 
     def test_a_scan_s_settings_take_turns_too(self):
-        """Within a flavour, a scan's settings and the patched daemon's
+        """Within a flavor, a scan's settings and the patched daemon's
         arms run in an order drawn per repetition too: each of patched's
         variants runs before and after each of stock's, and each setting
         of stock's runs first equally often."""
@@ -71,7 +71,7 @@ class OrdersTest(unittest.TestCase):
         before = collections.defaultdict(set)
         for run in runs:
             self.assertEqual(sorted(run, key=str), sorted(v, key=str))
-            self.assertNotEqual(run[0][0], run[1][0])  # the flavours take turns
+            self.assertNotEqual(run[0][0], run[1][0])  # the flavors take turns
             for a in v[3:]:
                 for b in v[:3]:
                     before[(a, b)].add(run.index(a) < run.index(b))
@@ -107,13 +107,13 @@ def run(text):
 
 
 def placed(doc, cell):
-    """{flavour: {repetition: position}} of one cell's entries."""
+    """{flavor: {repetition: position}} of one cell's entries."""
     return {e["flavor"]: dict(report.keyed(e, "position")) for e in doc["results"]
             if (e["scenario"], e["container"]) == cell}
 
 
 class RunOrderTest(unittest.TestCase):
-    """A suite of three flavours on the pretend machine: each in each place
+    """A suite of three flavors on the pretend machine: each in each place
     equally often, every sample's place recorded, the seed recorded and
     reproducing the same order."""
 
@@ -131,7 +131,7 @@ class RunOrderTest(unittest.TestCase):
             self.assertEqual(sorted(got[f][rep] for f in got), [0, 1, 2], rep)
         for f, by in got.items():
             self.assertEqual(collections.Counter(by.values()), {0: 2, 1: 2, 2: 2}, f)
-        # every cell of a flavour has its place in the repetition
+        # every cell of a flavor has its place in the repetition
         self.assertEqual(placed(doc, ("pingpong", "host"))["patched"], got["patched"])
         again = run(self.text.replace("repetitions = 6", f"repetitions = 6\norder_seed = {seed}"))
         self.assertEqual(again["order_seed"], seed)

@@ -11,9 +11,9 @@ class PullSuiteTest(SuiteErrors, unittest.TestCase):
         s = load(GOOD)
         self.assertEqual(s.kind, "pull")
         self.assertEqual(s.images[0].layers, [1 << 20, 512 << 10])
-        self.assertEqual(s.flavours["stock"].variants(),
+        self.assertEqual(s.flavors["stock"].variants(),
                          [{"max-concurrent-downloads": 1}, {"max-concurrent-downloads": 3}])
-        self.assertEqual(s.flavours["patched"].variants(), [{}])
+        self.assertEqual(s.flavors["patched"].variants(), [{}])
 
     def test_unknown_key_names_the_line(self):
         msg = self.error(GOOD.replace('rate = "100mbit"', 'rates = "100mbit"'))

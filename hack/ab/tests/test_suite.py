@@ -1,4 +1,4 @@
-"""Suite files: what every kind has (the kind, the flavours), and the
+"""Suite files: what every kind has (the kind, the flavors), and the
 suites in hyperfine-suites/. Each kind's own keys are tested in its test
 file; load() and SuiteErrors are for them."""
 import os
@@ -59,15 +59,15 @@ class SuiteErrors:
 
 
 class SuiteTest(SuiteErrors, unittest.TestCase):
-    def test_bad_kind_and_flavour(self):
+    def test_bad_kind_and_flavor(self):
         self.assertIn("kind: 'pul' is not one of", self.error(GOOD.replace('kind = "pull"', 'kind = "pul"')))
         self.assertIn("unknown key 'nightly' in [flavor]", self.error(GOOD.replace("[flavor.patched]", "[flavor.nightly]")))
 
     def test_binary(self):
         s = load(GOOD)
-        self.assertEqual((s.flavours["stock"].dockerd, s.flavours["patched"].dockerd), ("stock", "patched"))
+        self.assertEqual((s.flavors["stock"].dockerd, s.flavors["patched"].dockerd), ("stock", "patched"))
         s = load(GOOD.replace("[flavor.patched]\n", '[flavor.patched]\nbinary = "stock"\n'))
-        self.assertEqual(s.flavours["patched"].dockerd, "stock")
+        self.assertEqual(s.flavors["patched"].dockerd, "stock")
         self.assertRegex(self.error(GOOD.replace("[flavor.patched]\n", '[flavor.patched]\nbinary = "nightly"\n')),
                          r":20: binary: want one of stock, patched")
 
@@ -89,8 +89,8 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
         head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                               cwd=os.path.dirname(__file__), check=True).stdout.strip()
         s = load(GOOD.replace("[flavor.stock]\n", '[flavor.stock]\nbinary = "commit:HEAD"\n'))
-        self.assertEqual(s.flavours["stock"].dockerd, f"commit-{head[:12]}")
-        self.assertEqual(s.flavours["patched"].dockerd, "patched")
+        self.assertEqual(s.flavors["stock"].dockerd, f"commit-{head[:12]}")
+        self.assertEqual(s.flavors["patched"].dockerd, "patched")
         for bad in ("commit:no-such-rev", "commit:", "commit:--all"):
             with self.subTest(binary=bad):
                 self.assertRegex(self.error(GOOD.replace("[flavor.stock]\n", f'[flavor.stock]\nbinary = "{bad}"\n')),
@@ -121,7 +121,7 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
         sha = hosts.commit_of_series(want)
         self.assertEqual(hosts.series_of(sha), want)
         s = load(GOOD.replace("[flavor.stock]\n", f'[flavor.stock]\nbinary = "series:{want}"\n'))
-        self.assertEqual(s.flavours["stock"].dockerd, f"commit-{sha[:12]}")
+        self.assertEqual(s.flavors["stock"].dockerd, f"commit-{sha[:12]}")
         for bad, msg in (("series:zzz", "6 to 10 hex digits"), ("series:0000000000", "no commit of this project")):
             with self.subTest(binary=bad):
                 self.assertIn(msg, self.error(GOOD.replace("[flavor.stock]\n", f'[flavor.stock]\nbinary = "{bad}"\n')))
@@ -135,11 +135,11 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
         fake = mock.Mock()
         with mock.patch.object(hosts, "build_commit", lambda sha: calls.append(("build", sha))), \
                 mock.patch.object(hosts, "Daemon", lambda name: calls.append(("up", name)) or fake):
-            dockerd.start("stock", s.flavours["stock"], [])
-            dockerd.start("patched", s.flavours["patched"], [])
+            dockerd.start("stock", s.flavors["stock"], [])
+            dockerd.start("patched", s.flavors["patched"], [])
         self.assertEqual([c[0] for c in calls], ["build", "up", "up"])
-        self.assertEqual(calls[0][1], s.flavours["stock"].dockerd.removeprefix("commit-"))
-        fake.up.assert_any_call({"max-concurrent-downloads": 1}, binary=s.flavours["stock"].dockerd)
+        self.assertEqual(calls[0][1], s.flavors["stock"].dockerd.removeprefix("commit-"))
+        fake.up.assert_any_call({"max-concurrent-downloads": 1}, binary=s.flavors["stock"].dockerd)
 
     def test_too_few_repetitions_warn(self):
         """Below stats.MIN_PAIRS repetitions no comparison can give a
@@ -153,7 +153,7 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
         # the kind's default (3) is named as the default
         s = load(GOOD.replace("repetitions = 2\n", ""))
         self.assertRegex(s.warnings[0], r"suite 't': repetitions \(the pull kind's default, 3\) is below")
-        # one flavour compares nothing
+        # one flavor compares nothing
         self.assertEqual(load(GOOD.split("[flavor.stock]")[0] + "[flavor.patched]\ndaemon = {}\n").warnings, [])
 
     def test_validate_prints_a_warning_once_and_passes(self):
@@ -195,7 +195,7 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
         with open(os.path.join(here, "..", "..", "nodes", "deb", "daemon.json")) as f:
             shipped = {k: v for k, v in json.load(f).items() if k.startswith("checkpoint-")}
         s = suite.load(os.path.join(here, "..", "..", "..", "hyperfine-suites", "checkpoint-together-holdout.toml"))
-        self.assertEqual(s.flavours["patched"].daemon, shipped)
+        self.assertEqual(s.flavors["patched"].daemon, shipped)
 
 
 if __name__ == "__main__":

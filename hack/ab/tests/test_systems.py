@@ -1,4 +1,4 @@
-"""The systems under test (ab.systems): a suite's flavours of another system
+"""The systems under test (ab.systems): a suite's flavors of another system
 than dockerd (containerd's own daemon, podman), their settings, the commands
 a pull runs on each, the run on the pretend machine and the report's peers."""
 import json
@@ -23,9 +23,9 @@ daemon = [
 
 
 class SystemsTest(unittest.TestCase):
-    def test_every_flavour_has_one_system(self):
-        self.assertEqual(systems.flavours(), ("stock", "patched", "containerd", "podman", "charliecloud"))
-        self.assertEqual([systems.name_of(f) for f in systems.flavours()],
+    def test_every_flavor_has_one_system(self):
+        self.assertEqual(systems.flavors(), ("stock", "patched", "containerd", "podman", "charliecloud"))
+        self.assertEqual([systems.name_of(f) for f in systems.flavors()],
                          ["dockerd", "dockerd", "containerd", "podman", "charliecloud"])
         self.assertIs(systems.of("containerd"), containerd)
         self.assertIs(systems.of("podman"), podman)
@@ -34,7 +34,7 @@ class SystemsTest(unittest.TestCase):
         with self.assertRaises(KeyError):
             systems.name_of("singularity")
         for m in systems.every():
-            for attr in ("FLAVOURS", "TABLE_KEYS", "validate", "start", "record"):
+            for attr in ("FLAVORS", "TABLE_KEYS", "validate", "start", "record"):
                 self.assertTrue(hasattr(m, attr), f"{m.__name__} lacks {attr}")
         # what each kind measures has what the kind calls
         from ab import kinds
@@ -49,19 +49,19 @@ class SystemsTest(unittest.TestCase):
 class ContainerdSuiteTest(SuiteErrors, unittest.TestCase):
     def test_settings_listed_one_by_one(self):
         s = load(PEER)
-        fl = s.flavours["containerd"]
+        fl = s.flavors["containerd"]
         self.assertEqual(fl.system, "containerd")
         self.assertEqual(fl.variants(), [
             {"max_concurrent_downloads": 3, "concurrent_layer_fetch_buffer": 0},
             {"max_concurrent_downloads": 10, "concurrent_layer_fetch_buffer": 1 << 20}])
-        # the dockerd flavours are as they were
-        self.assertEqual(s.flavours["stock"].system, "dockerd")
-        self.assertEqual(len(s.flavours["stock"].variants()), 2)
+        # the dockerd flavors are as they were
+        self.assertEqual(s.flavors["stock"].system, "dockerd")
+        self.assertEqual(len(s.flavors["stock"].variants()), 2)
 
     def test_a_list_of_values_is_a_scan(self):
         text = GOOD + '[flavor.containerd]\ndaemon = { max_concurrent_downloads = [3, 10], ' \
                       'concurrent_layer_fetch_buffer = "4MiB" }\n'
-        self.assertEqual(load(text).flavours["containerd"].variants(), [
+        self.assertEqual(load(text).flavors["containerd"].variants(), [
             {"concurrent_layer_fetch_buffer": 4 << 20, "max_concurrent_downloads": 3},
             {"concurrent_layer_fetch_buffer": 4 << 20, "max_concurrent_downloads": 10}])
 
@@ -92,7 +92,7 @@ class ContainerdSuiteTest(SuiteErrors, unittest.TestCase):
 
     def test_peers_suites(self):
         """The -peers suites are their suites with a containerd scan and
-        podman added: the same links, images and dockerd flavours."""
+        podman added: the same links, images and dockerd flavors."""
         root = os.path.join(hosts.ROOT, "hyperfine-suites")
         for name in ("pull-capped", "pull-lossy", "pull-lossless", "pull-quick", "pull-capped-holdout",
                      "pull-lossy-holdout"):
@@ -102,12 +102,12 @@ class ContainerdSuiteTest(SuiteErrors, unittest.TestCase):
                 self.assertEqual((peers.profiles, peers.images, peers.warmup, peers.arms),
                                  (base.profiles, base.images, base.warmup, base.arms))
                 for f in ("stock", "patched"):
-                    self.assertEqual(peers.flavours[f], base.flavours[f])
-                self.assertEqual(len(peers.flavours["containerd"].variants()), 4)
-                self.assertNotIn("containerd", base.flavours)
+                    self.assertEqual(peers.flavors[f], base.flavors[f])
+                self.assertEqual(len(peers.flavors["containerd"].variants()), 4)
+                self.assertNotIn("containerd", base.flavors)
                 # podman as shipped
-                self.assertEqual(peers.flavours["podman"].variants(), [{}])
-                self.assertNotIn("podman", base.flavours)
+                self.assertEqual(peers.flavors["podman"].variants(), [{}])
+                self.assertNotIn("podman", base.flavors)
 
 
 class ContainerdCommandsTest(unittest.TestCase):
@@ -349,12 +349,12 @@ PODMAN_INFO = """{
 class PodmanSuiteTest(SuiteErrors, unittest.TestCase):
     def test_settings(self):
         s = load(PODMAN)
-        fl = s.flavours["podman"]
+        fl = s.flavors["podman"]
         self.assertEqual(fl.system, "podman")
         self.assertEqual(fl.variants(), [{}, {"image_parallel_copies": 10}])
-        self.assertEqual(load(GOOD + "[flavor.podman]\n").flavours["podman"].variants(), [{}])
+        self.assertEqual(load(GOOD + "[flavor.podman]\n").flavors["podman"].variants(), [{}])
         self.assertEqual(load(GOOD + "[flavor.podman]\ndaemon = { image_parallel_copies = [3, 10] }\n")
-                         .flavours["podman"].variants(), [{"image_parallel_copies": 3}, {"image_parallel_copies": 10}])
+                         .flavors["podman"].variants(), [{"image_parallel_copies": 3}, {"image_parallel_copies": 10}])
 
     def test_bad_settings_refused_naming_the_line(self):
         self.assertEditsRefused(PODMAN, [
@@ -372,7 +372,7 @@ class PodmanSuiteTest(SuiteErrors, unittest.TestCase):
     def test_only_pull_and_checkpoint_suites(self):
         ck = GOOD[:GOOD.index("[[profile]]")].replace('kind = "pull"', 'kind = "checkpoint"') + \
             'scenarios = ["alone"]\n[[container]]\nname = "a"\nmemory = "16MiB"\n[flavor.stock]\n[flavor.podman]\n'
-        self.assertEqual(load(ck).flavours["podman"].system, "podman")
+        self.assertEqual(load(ck).flavors["podman"].system, "podman")
         # a checkpoint suite does not scan: one setting
         self.assertIn("a list of settings is a scan", self.error(ck + "daemon = [{}, {}]\n"))
         cq = GOOD[:GOOD.index("[[profile]]")].replace('kind = "pull"', 'kind = "cpuquota"') + \
@@ -383,7 +383,7 @@ class PodmanSuiteTest(SuiteErrors, unittest.TestCase):
     def test_checkpoint_peers_suites(self):
         """checkpoint-quick-peers and checkpoint-together-peers are their
         suites with podman added: the same containers, scenarios and dockerd
-        flavours, and at least as many repetitions (more where the peer needs
+        flavors, and at least as many repetitions (more where the peer needs
         a verdict)."""
         root = os.path.join(hosts.ROOT, "hyperfine-suites")
         for name in ("checkpoint-quick", "checkpoint-together"):
@@ -394,9 +394,9 @@ class PodmanSuiteTest(SuiteErrors, unittest.TestCase):
                                  (base.containers, base.scenarios, base.restore, base.floor))
                 self.assertGreaterEqual(peers.repetitions, base.repetitions)
                 for f in ("stock", "patched"):
-                    self.assertEqual(peers.flavours[f], base.flavours[f])
-                self.assertEqual(peers.flavours["podman"].variants(), [{}])
-                self.assertNotIn("podman", base.flavours)
+                    self.assertEqual(peers.flavors[f], base.flavors[f])
+                self.assertEqual(peers.flavors["podman"].variants(), [{}])
+                self.assertNotIn("podman", base.flavors)
 
 
 class PodmanCommandsTest(unittest.TestCase):

@@ -413,7 +413,7 @@ class SuiteTest(unittest.TestCase):
 
     def test_good(self):
         s = self.load(ZNS_SUITE)
-        self.assertEqual((s.kind, s.repetitions, s.flavours, s.needs_hosts), ("zns", 1, {}, False))
+        self.assertEqual((s.kind, s.repetitions, s.flavors, s.needs_hosts), ("zns", 1, {}, False))
         self.assertEqual((s.geometry.zone_capacity, s.geometry.zones, s.geometry.block), (48 * MiB, 8, 4096))
         self.assertEqual((s.trace.containers, s.trace.rounds, s.trace.skip), (["16MiB", "64MiB"], 6, 0.2))
         self.assertEqual(s.policies, list(zns.POLICIES))
