@@ -284,7 +284,7 @@ class Validator:
 
     def flavors(self, f, kind):
         """The [flavor.<name>] tables: each checked by its system
-        (ab.systems), which the kind must measure (kinds.<kind>.SYSTEMS)."""
+        (ab.systems), which must list the kind (KINDS)."""
         w = ("flavor",)
         if not isinstance(f, dict) or not f:
             self.fail(("kind",), "the suite needs [flavor.stock] and/or [flavor.patched]")
@@ -294,10 +294,10 @@ class Validator:
             fw = ("flavor", name)
             self.typed(t, dict, fw, "a table")
             sysname = systems.name_of(name)
-            if sysname not in kind.SYSTEMS:
-                self.fail(fw, f"[flavor.{name}]: {kind.name} suites "
-                              f"measure {', '.join(kind.SYSTEMS)}, not {sysname}")
             sysm = systems.get(sysname)
+            if kind.name not in sysm.KINDS:
+                self.fail(fw, f"[flavor.{name}]: {kind.name} suites "
+                              f"measure {', '.join(kind.systems())}, not {sysname}")
             self.keys(t, fw, sysm.TABLE_KEYS, what=f"[flavor.{name}]")
             daemon = sysm.validate(self, fw, t, name)
             if isinstance(daemon, list):

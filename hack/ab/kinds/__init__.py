@@ -6,8 +6,6 @@ these through its Kind (below); a kind's module has:
   suite files  KEYS         the top-level keys it takes
                SWITCHES     those of KEYS any suite may have while they are off
                REPETITIONS  the default
-               SYSTEMS      the systems its flavors may run on (ab.systems): dockerd, and
-                            the peers it can compare the patched daemon with
                SCANS        (if true) a daemon option given as a list is a scan; without
                             it a list is refused
                Suite        suite.Suite with the kind's tables
@@ -58,7 +56,6 @@ class Kind:
     KEYS: tuple
     SWITCHES: tuple
     REPETITIONS: int
-    SYSTEMS: tuple
     Suite: type
     validate: Callable
     refuse: Callable
@@ -76,6 +73,13 @@ class Kind:
     summary_table: Optional[Callable] = None
     write: Optional[Callable] = None
     failures: Optional[Callable] = None
+
+    def systems(self):
+        """The systems its flavors may run on: those whose module lists
+        this kind (ab.systems, KINDS), so that a system is added by its
+        own module alone."""
+        from .. import systems
+        return tuple(n for n in systems.NAMES if self.name in systems.get(n).KINDS)
 
 
 _REGISTRY = {}

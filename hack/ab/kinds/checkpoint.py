@@ -30,7 +30,6 @@ KEYS = ("scenarios", "container", "leave_running", "restore", "floor", "settle")
 KEY_FIELDS = ("concurrent",)  # besides scenario and container
 SWITCHES = ("floor",)  # floor = false is no floor, in any suite
 REPETITIONS = 3
-SYSTEMS = ("dockerd", "podman")  # what it measures (ab.systems)
 SCENARIOS = ("alone", "together", "incremental")
 RUNC = os.path.join(hosts.AB_PREFIX, "bin", "runc")
 # A [[container]]'s name names its containers (abcp-<name>), so it is a
@@ -384,6 +383,6 @@ def after_samples(doc):
     return md
 
 
-KIND = Kind(name="checkpoint", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS,
+KIND = Kind(name="checkpoint", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS,
             Suite=Suite, validate=validate, refuse=refuse, run=run, KEY_FIELDS=KEY_FIELDS, prepare=prepare,
             cell_name=cell_name, sections=sections, plots=plots, after_samples=after_samples)

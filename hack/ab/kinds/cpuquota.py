@@ -22,7 +22,6 @@ KEYS = ("cpus", "modes", "workers", "files", "file_size")
 KEY_FIELDS = ()  # scenario and container name the mode and the limit
 SWITCHES = ()
 REPETITIONS = 3
-SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
 READ_MODES = ("sequential", "async", "workers")  # hack/hosts/testimages/node/readfiles.js
 
 
@@ -443,6 +442,6 @@ def plot_cpuquota(doc, outdir, plt):
     return ["cpuquota-workers.png"]
 
 
-KIND = Kind(name="cpuquota", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS,
+KIND = Kind(name="cpuquota", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS,
             Suite=Suite, validate=validate, refuse=refuse, run=run, KEY_FIELDS=KEY_FIELDS, prepare=prepare,
             images=images, cell_name=cell_name, sections=sections, plots=plots)

@@ -45,7 +45,6 @@ KEY_FIELDS = ()
 SWITCHES = ()
 SCANS = True
 REPETITIONS = 3
-SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
 DISKSTATS = os.path.join(hosts.MEASURE, "diskstats.py")
 NEIGHBOUR = os.path.join(hosts.HACK, "ab", "neighbour_io.py")
 
@@ -517,6 +516,6 @@ def timeline_plot(doc, outdir, plt):
     return ["neighbour-timeline.png"]
 
 
-KIND = Kind(name="neighbour", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS,
+KIND = Kind(name="neighbour", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS,
             Suite=Suite, validate=validate, refuse=refuse, run=run, SCANS=SCANS, KEY_FIELDS=KEY_FIELDS,
             summary_note=summary_note, cell_name=cell_name, compared=compared, sections=sections, plots=plots)

@@ -33,7 +33,6 @@ SWITCHES = ()
 REPETITIONS = 3
 # what it measures (ab.systems); each system says which WORKLOADS it runs,
 # and its containers' placements besides native (NETWORKS)
-SYSTEMS = ("dockerd", "charliecloud")
 WORKLOADS = ("run", "cpu", "http", "files", "pingpong")
 HTTP_SERVERS = {  # server -> (endpoints it answers, port)
     "node": (("/network", "/disk-io", "/cpu"), 3000),  # seed 004's app (hack/hosts/testimages/node/app.js)
@@ -470,6 +469,6 @@ MEASURE = {"run": measure_run, "cpu": measure_cpu, "files": measure_files, "http
 # --- the report -------------------------------------------------------------
 
 
-KIND = Kind(name="overhead", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS,
+KIND = Kind(name="overhead", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS,
             Suite=Suite, validate=validate, refuse=refuse, run=run, KEY_FIELDS=KEY_FIELDS, images=images,
             compared=compared, cell_name=cell_name, sections=sections, plots=plots)

@@ -36,7 +36,6 @@ def sections(doc):
     return [platforms_table(doc), http_table(doc), pingpong_table(doc)]
 
 
-PLATFORM = {"stock": "stock dockerd", "patched": "patched dockerd", "charliecloud": "charliecloud (ch-run)"}
 
 
 def platforms_table(doc):
@@ -61,7 +60,7 @@ def platforms_table(doc):
         native += [fmt_v(median_of([x for f in flavors for x in _samples(pp, f, "native", "p50_us")]), "µs"), "1"]
     rows.append("| " + " | ".join(native) + " |")
     for f in flavors:
-        cells = [PLATFORM.get(f, f)]
+        cells = [systems.of(f).LABELS.get(f, f)]
         if cpu:
             got = _samples(cpu, f, "container", "times_s")
             cells += [fmt_v(median_of(got), "s"),

@@ -55,7 +55,6 @@ ARMS = ("learned", "fresh")
 LEARNED_STATE = "registry-download-concurrency.json"
 SCANS = True  # a daemon option given as a list: one variant per value
 REPETITIONS = 3
-SYSTEMS = ("dockerd", "containerd", "podman")  # what it measures (ab.systems)
 
 
 @dataclass
@@ -392,6 +391,6 @@ def variant_label(params, arm):
 
 
 
-KIND = Kind(name="pull", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS, Suite=Suite,
+KIND = Kind(name="pull", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, Suite=Suite,
             validate=validate, refuse=refuse, run=run, SCANS=SCANS, KEY_FIELDS=KEY_FIELDS,
             cell_name=cell_name, sections=sections, plots=plots, after_samples=after_samples)

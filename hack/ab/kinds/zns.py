@@ -20,7 +20,6 @@ from . import Kind
 KEYS = ("trace", "geometry", "policies", "placement")
 SWITCHES = ()
 REPETITIONS = 1  # a replay is deterministic
-SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
 
 
 @dataclass
@@ -591,6 +590,6 @@ def failures(doc):
     return []
 
 
-KIND = Kind(name="zns", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS, Suite=Suite,
+KIND = Kind(name="zns", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, Suite=Suite,
             validate=validate, refuse=refuse, run=run, summary_table=summary_table, write=write,
             failures=failures)

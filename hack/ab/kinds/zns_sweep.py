@@ -36,7 +36,6 @@ from .zns_sweep_report import cell_name, failures, MAX_OVER_PEAK, summary_table,
 KEYS = ("sweep", "traces", "device", "devices")
 SWITCHES = ()
 REPETITIONS = 1  # a replay is deterministic; the seeds are the repetitions
-SYSTEMS = ("dockerd",)  # what it measures (ab.systems)
 
 BASELINES_WITH_CLEANER = ("shared-log", "multi-log", "hint-log", "oracle")
 
@@ -557,6 +556,6 @@ def choose_cleaners(doc, s):
 KEY_FIELDS = ("policy", "seed", "half", "reserve", "fill")
 
 
-KIND = Kind(name="zns-sweep", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS, SYSTEMS=SYSTEMS,
+KIND = Kind(name="zns-sweep", KEYS=KEYS, SWITCHES=SWITCHES, REPETITIONS=REPETITIONS,
             Suite=Suite, validate=validate, refuse=refuse, run=run, KEY_FIELDS=KEY_FIELDS,
             cell_name=cell_name, failures=failures, summary_table=summary_table, write=write)

@@ -1,6 +1,9 @@
 """The systems under test: what a suite's flavors run on. One module per
 system, each with:
 
+  KINDS             the suite kinds that measure it (a kind calls what its
+                    doc lists below)
+  LABELS            its flavors' names in the reports' tables
   FLAVORS          the [flavor.<name>] tables it runs (dockerd: stock and
                     patched; containerd: containerd; podman: podman;
                     charliecloud: charliecloud)
@@ -40,7 +43,8 @@ where the system cannot reload), down(keep) (stop it, remove what it
 created, copy its log into keep), netns(), vardir().
 
 The core (suite, runner) asks a flavor's system for these; a kind says
-which systems it can measure (kinds.<kind>.SYSTEMS)."""
+which systems list it (KINDS): a system is added by its module and a line
+in the registry below."""
 NAMES = ("dockerd", "containerd", "podman", "charliecloud")
 _REGISTRY = {}
 

@@ -38,6 +38,10 @@ import zlib
 from .. import hosts
 
 FLAVORS = ("charliecloud",)
+# the suite kinds that measure it (each calls what its doc lists), and its
+# flavors' names in the reports' tables
+KINDS = ("overhead",)
+LABELS = {"charliecloud": "charliecloud (ch-run)"}
 TABLE_KEYS = ("ch_run",)
 HOST = "charliecloud"  # the test host: netns ab-charliecloud
 CH_RUN = "/usr/bin/ch-run"

@@ -24,6 +24,10 @@ import shutil
 from .. import hosts, systems, units
 
 FLAVORS = ("containerd",)
+# the suite kinds that measure it (each calls what its doc lists), and its
+# flavors' names in the reports' tables
+KINDS = ("pull",)
+LABELS = {"containerd": "containerd"}
 TABLE_KEYS = ("daemon",)
 HOST = "ctrd"  # the test host: netns ab-ctrd (hack/lib.sh TEST_HOSTS)
 NAMESPACE = "moby-ab"  # containerd's namespace the pulls go into

@@ -11,6 +11,10 @@ import re
 from .. import hosts
 
 FLAVORS = ("stock", "patched")
+# the suite kinds that measure it (each calls what its doc lists), and its
+# flavors' names in the reports' tables
+KINDS = ("pull", "checkpoint", "overhead", "cpuquota", "neighbour", "zns", "zns-sweep")
+LABELS = {"stock": "stock dockerd", "patched": "patched dockerd"}
 # dockerd's defaults of the settings suites scan: a stock entry with these
 # (or without the key) and nothing else is stock as shipped
 DEFAULTS = {"max-concurrent-downloads": 3}

@@ -23,6 +23,10 @@ import shutil
 from .. import hosts, systems
 
 FLAVORS = ("podman",)
+# the suite kinds that measure it (each calls what its doc lists), and its
+# flavors' names in the reports' tables
+KINDS = ("pull", "checkpoint")
+LABELS = {"podman": "podman"}
 TABLE_KEYS = ("daemon",)
 HOST = "podman"  # the test host: netns ab-podman (hack/lib.sh TEST_HOSTS)
 SCRIPT = os.path.join(hosts.HOSTS, "podman-host.sh")

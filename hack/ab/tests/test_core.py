@@ -629,7 +629,7 @@ class TypedCoreTest(unittest.TestCase):
         from ab import kinds
         from ab.kinds import pull
         with self.assertRaises(TypeError):
-            kinds.Kind(name="x", KEYS=(), SWITCHES=(), REPETITIONS=1, SYSTEMS=(), Suite=object,
+            kinds.Kind(name="x", KEYS=(), SWITCHES=(), REPETITIONS=1, Suite=object,
                        validate=pull.validate, refuse=pull.refuse, run=pull.run, sumary_note=lambda doc: None)
 
     def test_the_registry(self):

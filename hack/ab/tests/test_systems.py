@@ -34,14 +34,14 @@ class SystemsTest(unittest.TestCase):
         with self.assertRaises(KeyError):
             systems.name_of("singularity")
         for m in systems.every():
-            for attr in ("FLAVORS", "TABLE_KEYS", "validate", "start", "record"):
+            for attr in ("FLAVORS", "KINDS", "LABELS", "TABLE_KEYS", "validate", "start", "record"):
                 self.assertTrue(hasattr(m, attr), f"{m.__name__} lacks {attr}")
         # what each kind measures has what the kind calls
         from ab import kinds
         calls = {"pull": ("pull_command", "cold_command"), "overhead": ("WORKLOADS", "NETWORKS", "shell", "pingpong"),
                  "checkpoint": ("run_container", "logs", "checkpoint", "restore", "stop", "remove")}
         for kind, attrs in calls.items():
-            for name in kinds.get(kind).SYSTEMS:
+            for name in kinds.get(kind).systems():
                 for attr in attrs:
                     self.assertTrue(hasattr(systems.get(name), attr), f"{name} lacks {attr} ({kind})")
 
@@ -691,3 +691,19 @@ class PodmanHostScriptTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class OneModuleTest(unittest.TestCase):
+    """A system is added by its own module: the kinds it is measured by, and
+    its flavors' names in the reports, are the module's."""
+
+    def test_kinds_come_from_the_systems(self):
+        from ab import kinds
+        self.assertEqual(kinds.get("pull").systems(), ("dockerd", "containerd", "podman"))
+        self.assertEqual(kinds.get("checkpoint").systems(), ("dockerd", "podman"))
+        self.assertEqual(kinds.get("overhead").systems(), ("dockerd", "charliecloud"))
+        self.assertEqual(kinds.get("neighbour").systems(), ("dockerd",))
+        for m in systems.every():
+            for k in m.KINDS:
+                self.assertIn(k, kinds.NAMES, m.__name__)
+            self.assertEqual(set(m.LABELS), set(m.FLAVORS), m.__name__)
