@@ -87,7 +87,7 @@ class Suite:
 
 def top_level_keys():
     """Every key a suite file may have at its top level, whatever its kind."""
-    return COMMON_KEYS + DAEMON_KEYS + tuple(k for m in kinds.every() for k in m.KEYS)
+    return tuple(dict.fromkeys(COMMON_KEYS + DAEMON_KEYS + tuple(k for m in kinds.every() for k in m.KEYS)))
 
 
 def daemon_keys():

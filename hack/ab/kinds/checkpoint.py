@@ -17,6 +17,7 @@ import concurrent.futures
 import os
 import re
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -26,7 +27,7 @@ from ..report import bar_plot, cell_key, fmt_ratio, fmt_v, keyed, median_of, ver
 from ..results import Cell
 from . import Kind
 
-KEYS = ("scenarios", "container", "leave_running", "restore", "floor", "settle")
+KEYS = ("scenarios", "container", "leave_running", "restore", "floor", "settle", "warmup")
 KEY_FIELDS = ("concurrent",)  # besides scenario and container
 SWITCHES = ("floor",)  # floor = false is no floor, in any suite
 REPETITIONS = 3
@@ -56,6 +57,10 @@ class Suite(suite.Suite):
     restore: bool = False
     floor: bool = False  # also time runc checkpoint --image-path + fsync
     settle: float = 0.0  # seconds the containers run before their checkpoint
+    # untimed checkpoints of the first container by each flavor before the
+    # first repetition, discarded (a daemon's first checkpoint pays for what
+    # is not yet cached: CRIU's and runc's binaries, the image's layers)
+    warmup: int = 1
 
 
 # --- the suite file ---------------------------------------------------------
@@ -72,6 +77,9 @@ def validate(v, d, s):
     s.restore = v.typed(d.get("restore", False), bool, ("restore",), "true or false")
     s.floor = v.typed(d.get("floor", False), bool, ("floor",), "true or false")
     s.settle = v.seconds(d, (), "settle", 0.0, 0.0)
+    s.warmup = v.typed(d.get("warmup", 1), int, ("warmup",), "an integer >= 0")
+    if s.warmup < 0:
+        v.fail(("warmup",), "warmup: want an integer >= 0")
 
 
 def refuse(v, d, kind):
@@ -125,6 +133,7 @@ def run(r):
 
     def floor_host(rep):
         return hosts_[rep % len(hosts_)]
+    warm_up(r)
     for rep in range(s.repetitions):
         for scen in s.scenarios:
             for f in r.flavor_order(rep):
@@ -179,6 +188,34 @@ def run(r):
                             cell = Cell("runc", image=c.image or "ab/memholder", scenario=scen, container=c.name)
                             extra = {"freeze_s": fr} if s.leave_running and c.memory else {}
                             r.results.add(cell, ft, ferr, floor_host=f, **extra)
+
+
+def warm_up(r):
+    """The suite's warm-up: s.warmup checkpoints of its first container by
+    each flavor, in the first repetition's order, before anything is
+    timed; kept beside the first scenario's cell of that container as
+    warm-ups (warmup_s; no repetition, so no statistic takes them), a
+    failure among its errors."""
+    s = r.s
+    c = s.containers[0]
+    scen = s.scenarios[0]
+    for f in r.flavor_order(0):
+        d = r.daemons[f]
+        for w in range(s.warmup):
+            name = f"abcp-warm-{c.name}"
+            try:
+                start_container(d, c, name)
+                time.sleep(s.settle)
+                hosts.sh("sync")
+                t, err = checkpoint(d, name, f"warm{w}", s.leave_running, s.sample_timeout)
+            finally:
+                cleanup(d, [name])
+            cell = Cell(f, image=c.image or "ab/memholder", params=d.config, scenario=scen, container=c.name,
+                        kind_fields={"concurrent": 1} if scen == "incremental" else {})
+            r.results.add(cell, None, f"warm-up: {err}" if err else None, rep=None,
+                          warmup_s=round(t, 4) if t is not None else None)
+            sys.stderr.write(f"    warm-up checkpoint {c.name} {f}: "
+                             + (f"{t:.2f}s\n" if t is not None else f"FAILED: {err}\n"))
 
 
 def start_container(d, c, name):
@@ -359,8 +396,17 @@ def plots(doc, outdir, plt):
 
 
 def after_samples(doc):
-    """The restores, and the freeze seen from inside."""
+    """The warm-up checkpoints, the restores, and the freeze seen from
+    inside."""
     md = []
+    warm = [e for e in doc["results"] if e.get("warmup_s")]
+    if warm:
+        md += ["", "## Warm-up checkpoints (not in the statistics)", "",
+               "Each flavor's first checkpoints of the first container, before the measured ones.", "",
+               "| flavor | container | warm-up times |", "| --- | --- | --- |"]
+        for e in warm:
+            md.append(f"| {e['flavor']} | {e['container']} | "
+                      f"{', '.join(fmt_v(x, 's') if x is not None else 'failed' for x in e['warmup_s'])} |")
     restores = [e for e in doc["results"] if e.get("restore_s")]
     if restores:
         md += ["", "## Restores", "", "| flavor | container | restored | restore time (median) | errors |",

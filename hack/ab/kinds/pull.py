@@ -116,8 +116,8 @@ def validate(v, d, s):
 def refuse(v, d, kind):
     if "arms" in d:
         v.fail(("arms",), "arms: only pull suites measure the patched daemon in arms")
-    if _warmup(v, d):
-        v.fail(("warmup",), "warmup: only pull suites have warm-up pulls")
+    if _warmup(v, d) and kind != "checkpoint":
+        v.fail(("warmup",), "warmup: only pull and checkpoint suites have warm-ups")
     for k in ("profile", "image"):
         if k in d:
             v.fail((k, 0), f"[[{k}]] belongs to pull suites, not {kind}")

@@ -68,8 +68,8 @@ class PullSuiteTest(SuiteErrors, unittest.TestCase):
         self.assertEqual(load(GOOD).warmup, 0)
         msg = self.error(GOOD.replace("repetitions = 2", "repetitions = 2\nwarmup = -1"))
         self.assertRegex(msg, r":5: warmup: want an integer >= 0")
-        ck = GOOD.replace('kind = "pull"', 'kind = "checkpoint"').replace("repetitions = 2", "repetitions = 2\nwarmup = 1")
-        self.assertIn("warmup: only pull suites", self.error(ck))
+        ov = GOOD.replace('kind = "pull"', 'kind = "overhead"').replace("repetitions = 2", "repetitions = 2\nwarmup = 1")
+        self.assertIn("warmup: only pull and checkpoint suites have warm-ups", self.error(ov))
 
     def test_arms(self):
         self.assertEqual(load(GOOD).arms, ["learned"])

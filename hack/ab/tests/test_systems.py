@@ -576,11 +576,13 @@ class PodmanCheckpointRunTest(unittest.TestCase):
             calls = world.podman_calls
         self.assertIn(["load", "-q", "-i", os.path.join(hosts.ROOT, "build", "images", "memholder.tar")], calls)
         runs = [c for c in calls if c[0] == "run"]
-        # 6 repetitions: each container alone, then both together
-        self.assertEqual(len(runs), 6 * 4)
-        self.assertEqual(runs[0][:6], ["run", "-d", "--name", "abcp-16MiB", "--network", "none"])
-        self.assertEqual(runs[0][6:], ["docker.io/ab/memholder", "memholder", "-r", "200", "16"])
-        self.assertEqual(sum(c[:2] == ["container", "checkpoint"] for c in calls), 6 * 4)
+        # a warm-up checkpoint of the first container (not timed), then 6
+        # repetitions: each container alone, then both together
+        self.assertEqual(len(runs), 1 + 6 * 4)
+        self.assertEqual(runs[0][:6], ["run", "-d", "--name", "abcp-warm-16MiB", "--network", "none"])
+        self.assertEqual(runs[1][:6], ["run", "-d", "--name", "abcp-16MiB", "--network", "none"])
+        self.assertEqual(runs[1][6:], ["docker.io/ab/memholder", "memholder", "-r", "200", "16"])
+        self.assertEqual(sum(c[:2] == ["container", "checkpoint"] for c in calls), 1 + 6 * 4)
         # restores follow the checkpoints alone, of the container checkpointed
         restores = [c for c in calls if c[:2] == ["container", "restore"]]
         self.assertEqual(len(restores), 6 * 2)
@@ -707,3 +709,10 @@ class OneModuleTest(unittest.TestCase):
             for k in m.KINDS:
                 self.assertIn(k, kinds.NAMES, m.__name__)
             self.assertEqual(set(m.LABELS), set(m.FLAVORS), m.__name__)
+
+
+class CheckpointWarmupTest(SuiteErrors, unittest.TestCase):
+    def test_warmup_key(self):
+        self.assertEqual(load(CHECKPOINT_PODMAN).warmup, 1)
+        self.assertEqual(load("warmup = 0\n" + CHECKPOINT_PODMAN).warmup, 0)
+        self.assertRegex(self.error("warmup = -1\n" + CHECKPOINT_PODMAN), r":1: warmup: want an integer >= 0")
