@@ -28,7 +28,9 @@ these through its Kind (below); a kind's module has:
                failures(doc) (if it has one) the cells whose failures fail the run, instead
                              of report.failures' rule (zns: none)
 
-Each module ends with its KIND, a Kind naming these (the optional ones
+A kind's module is named after it (zns-sweep: zns_sweep), except kind zns,
+whose module is zns_replay (beside ab/zns.py, the study's geometry and
+replayer it calls). Each module ends with its KIND, a Kind naming these (the optional ones
 default to nothing: no preparation, no images, times compared, no note, no
 sections, plots or lines, the core's summary, report and failure rule); the
 registry below lists every kind's module, imported when first asked for
@@ -87,8 +89,8 @@ _REGISTRY = {}
 
 def _registry():
     if not _REGISTRY:
-        from . import checkpoint, cpuquota, neighbour, overhead, pull, zns, zns_sweep
-        for m in (pull, checkpoint, overhead, cpuquota, zns, neighbour, zns_sweep):
+        from . import checkpoint, cpuquota, neighbour, overhead, pull, zns_replay, zns_sweep
+        for m in (pull, checkpoint, overhead, cpuquota, zns_replay, neighbour, zns_sweep):
             _REGISTRY[m.KIND.name] = m.KIND
         assert tuple(_REGISTRY) == NAMES, (tuple(_REGISTRY), NAMES)
     return _REGISTRY
