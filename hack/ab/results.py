@@ -175,29 +175,27 @@ def host_state():
     load average and the share of the last 10 s that some task waited for
     the CPU, for I/O and for memory (PSI's "some avg10", percent; None
     where the kernel has no /proc/pressure)."""
-    def read(p):
-        try:
-            with open(p) as f:
-                return f.read()
-        except OSError:
-            return ""
-    load = read("/proc/loadavg").split()
+    load = _read("/proc/loadavg").split()
     out = {"at": now(), "load1": float(load[0]) if load else None}
     for res in ("cpu", "io", "memory"):
-        m = re.search(r"^some avg10=([0-9.]+)", read(f"/proc/pressure/{res}"), re.M)
+        m = re.search(r"^some avg10=([0-9.]+)", _read(f"/proc/pressure/{res}"), re.M)
         out[f"psi_{res}"] = float(m.group(1)) if m else None
     return out
 
 
+def _read(path):
+    """A file's text, "" if it cannot be read (a /proc file this kernel has
+    not)."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def machine():
-    def read(p):
-        try:
-            with open(p) as f:
-                return f.read()
-        except OSError:
-            return ""
-    cpu = re.search(r"model name\s*:\s*(.*)", read("/proc/cpuinfo"))
-    mem = re.search(r"MemTotal:\s*(\d+)", read("/proc/meminfo"))
+    cpu = re.search(r"model name\s*:\s*(.*)", _read("/proc/cpuinfo"))
+    mem = re.search(r"MemTotal:\s*(\d+)", _read("/proc/meminfo"))
     return {"kernel": platform.release(), "cpus": os.cpu_count(), "cpu": cpu.group(1) if cpu else "",
             "memory_gib": round(int(mem.group(1)) / 2**20, 1) if mem else None,
             "hostname": platform.node()}
