@@ -1,4 +1,5 @@
 """kind = "pull": its suite files and its report (Table 1, the plot)."""
+import shutil
 import unittest
 
 from ab import report
@@ -153,6 +154,7 @@ class FirstContactTest(unittest.TestCase):
             with open(state, "w") as f:
                 f.write('{"10.199.0.1:5000": {"limit": 7}}')
             tmp = tempfile.mkdtemp()
+            self.addCleanup(shutil.rmtree, tmp, True)
             r = SimpleNamespace(tmp=tmp)
             seen = []
             t, err, _ = pull.first_contact(r, d, lambda: (seen.append(os.path.exists(state)), (1.0, None, 5))[1])
