@@ -68,7 +68,7 @@ adjust() puts each comparison's interval at the level Holm's step-down
 tested it at (holm_levels: 1 - 0.05/(m - j) for the j-th smallest p of m,
 until the procedure stops), so that an interval excludes 1 exactly when
 the adjusted p is below 5%; a 95% interval beside an adjusted p could read
-"1.21 [1.01, 1.44] p=0.073 n.s.".
+"1.21 [1.01, 1.44] p=0.073" beside a verdict that finds no difference.
 
 The flavors run in an order drawn per repetition (measure.orders), each
 in each position equally often; a difference between the log-ratios of
@@ -255,7 +255,7 @@ def adjust(tests):
     (holm_levels, divided by the comparison's correction as its p was
     multiplied; level: the interval's confidence level). An adjusted
     interval excludes 1 exactly when p_adj is below ALPHA, where a 95% one
-    beside an adjusted p could exclude 1 and read n.s."""
+    beside an adjusted p could exclude 1 and find no difference."""
     tests = [t for t in tests if t and not t["too_few"] and t["p"] is not None]
     ps = [t["p"] for t in tests]
     for t, padj, sadj, a in zip(tests, holm(ps), holm([t["p_sign"] for t in tests]), holm_levels(ps)):

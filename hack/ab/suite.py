@@ -236,7 +236,7 @@ class Validator:
                                       f"(only pull suites do); give one value")
         k.validate(self, d, s)
         if s.needs_hosts and len(s.flavors) > 1 and reps < stats.MIN_PAIRS:
-            # it runs, and measures; its summary can only say "too few samples"
+            # it runs, and measures; its summary can only say "inconclusive (too few pairs)"
             key = f"repetitions = {reps}" if "repetitions" in d else \
                 f"repetitions (the {kind} kind's default, {reps})"
             self.warn(("repetitions",), f"suite '{s.name}': {key} is below {stats.MIN_PAIRS}, the pairs a verdict "
