@@ -57,43 +57,9 @@ def change(a, b):
         out["p"] = stats.student_t_p(m / se, df)
     out["level"] = 1 - stats.ALPHA
     if not out["too_few"]:
-        lo, hi = _interval(m, se, df, stats.ALPHA)
+        lo, hi = stats.t_interval(m, se, df)
         out["lo"], out["hi"] = math.exp(lo), math.exp(hi)
     return out
-
-
-def _interval(m, se, df, alpha):
-    q = stats.student_t_quantile(alpha, df) * se if se else 0.0
-    return m - q, m + q
-
-
-def adjust(tests):
-    """Holm across the changes, each interval at the level Holm tested it at
-    (as stats.adjust does for the summaries, with Welch's degrees of
-    freedom)."""
-    tests = [t for t in tests if t and not t["too_few"] and t["p"] is not None]
-    ps = [t["p"] for t in tests]
-    for t, padj, a in zip(tests, stats.holm(ps), stats.holm_levels(ps)):
-        t["p_adj"] = padj
-        lo, hi = _interval(t["log_mean"], t["log_se"], t["df"], a)
-        t["lo"], t["hi"], t["level"] = math.exp(lo), math.exp(hi), 1 - a
-
-
-def mde(t):
-    """The change Welch's test finds with 80% power at its level."""
-    if t.get("log_se") is None or not t["log_se"]:
-        return None
-    a = 1 - t.get("level", 1 - stats.ALPHA)
-    return math.exp((stats.student_t_quantile(a, t["df"]) + stats.student_t_quantile(2 * (1 - stats.POWER), t["df"]))
-                    * t["log_se"])
-
-
-def _named(row):
-    out = [("stock default", row["vs_default"])]
-    if row["vs_best"] is not None and row["vs_best"] is not row["vs_default"]:
-        out.append(("stock best", row["vs_best"]))
-    out += [(f"{f} best", pe["vs_best"]) for f, pe in row["peers"].items()]
-    return [(n, r) for n, r in out if r]
 
 
 def compare(doc_a, doc_b, margin=stats.MARGIN):
@@ -108,8 +74,8 @@ def compare(doc_a, doc_b, margin=stats.MARGIN):
         ra = rows_a.get(key(rb))
         if ra is None:
             continue
-        named_a = dict(_named(ra))
-        for name, b in _named(rb):
+        named_a = dict(report.named(ra))
+        for name, b in report.named(rb):
             a = named_a.get(name)
             if a is None:
                 continue
@@ -117,7 +83,7 @@ def compare(doc_a, doc_b, margin=stats.MARGIN):
             t["margin"] = margin
             out.append({"cell": rb["cell"] + (f" ({rb['arm']})" if rb.get("arm") else ""), "against": name,
                         "a": a, "b": b, "change": t, "lower_is_better": rb["lower_is_better"]})
-    adjust([r["change"] for r in out])
+    stats.adjust([r["change"] for r in out])
     return out
 
 
@@ -139,7 +105,7 @@ def table(doc_a, doc_b, margin=stats.MARGIN, paths=None):
         ci = report.interval(t) if t["lo"] is not None else ""
         p = f"p={t['p_adj']:.2g}" if "p_adj" in t else ""
         ratio = f"{t['ratio']:.3f}" if t["ratio"] is not None else "-"
-        m = mde(t)
+        m = stats.mde(t)
         lines.append(f"| {r['cell']} | {r['against']} | {_ratio(r['a'])} | {_ratio(r['b'])} | "
                      f"{' '.join(x for x in (ratio, ci, p) if x)} | "
                      f"{stats.verdict(t, r['lower_is_better'], t.get('p_adj'))} | {'' if m is None else f'{m:.2f}x'} |")

@@ -29,12 +29,8 @@ def rows(spec):
         doc = report.load(os.path.join(hosts.ROOT, run["dir"]))
         for row in report.comparisons(doc):
             cell = row["cell"]
-            named = [("stock default", row["vs_default"])]
-            if row["vs_best"] is not None and row["vs_best"] is not row["vs_default"]:
-                named.append(("stock best", row["vs_best"]))
-            named += [(f"{f} best", pe["vs_best"]) for f, pe in row["peers"].items()]
-            for against, r in named:
-                if r and r["ratio"] is not None and r["lo"] is not None:
+            for against, r in report.named(row):
+                if r["ratio"] is not None and r["lo"] is not None:
                     out.append((run["label"], cell, against, r, row["lower_is_better"]))
     return out
 

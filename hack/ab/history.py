@@ -37,12 +37,8 @@ def entries(root):
         except (KeyError, ValueError, TypeError, report.Unpairable):
             continue  # results older than what the report reads
         for row in rows:
-            named = [("stock default", row["vs_default"])]
-            if row["vs_best"] is not None and row["vs_best"] is not row["vs_default"]:
-                named.append(("stock best", row["vs_best"]))
-            named += [(f"{f} best", pe["vs_best"]) for f, pe in row["peers"].items()]
-            for against, r in named:
-                if not r or r["ratio"] is None:
+            for against, r in report.named(row):
+                if r["ratio"] is None:
                     continue
                 out.append({"series": series, "started": doc.get("started"), "suite": doc["suite"],
                             "cell": row["cell"], "against": against, "dir": os.path.relpath(d, root),
@@ -68,7 +64,7 @@ def histories(es):
             t = compare.change(a["_r"], b["_r"])
             b["step"] = t
             steps.append(t)
-    compare.adjust(steps)
+    stats.adjust(steps)
     for pts in out.values():
         for p in pts[1:]:
             t = p["step"]

@@ -30,13 +30,8 @@ def rows(path):
     doc = report.load(os.path.dirname(path))
     for row in report.comparisons(doc):
         cell = row["cell"] + (f" ({row['arm']})" if row.get("arm") else "")
-        named = [("stock default", row["vs_default"])]
-        if row["vs_best"] is not row["vs_default"]:  # a best that is the default is one comparison
-            named.append(("stock best", row["vs_best"]))
-        named += [(f"{f} best", pe["vs_best"]) for f, pe in row["peers"].items()]
-        for name, r in named:
-            if r:
-                yield cell, name, r, row["lower_is_better"]
+        for name, r in report.named(row):
+            yield cell, name, r, row["lower_is_better"]
 
 
 def table(dirs):

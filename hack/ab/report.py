@@ -205,17 +205,21 @@ def comparisons(doc, adjust=True):
     return out
 
 
+def named(row):
+    """A comparisons() row's comparisons with what patched is set against:
+    [("stock default", c), ("stock best", c), ("<peer> best", c), ...],
+    each once (a stock best that is the default is its default's
+    comparison), those the row has."""
+    out = [("stock default", row["vs_default"])]
+    if row["vs_best"] is not row["vs_default"]:
+        out.append(("stock best", row["vs_best"]))
+    out += [(f"{f} best", pe["vs_best"]) for f, pe in row["peers"].items()]
+    return [(n, c) for n, c in out if c]
+
+
 def tests_of(rows):
-    """The comparisons of comparisons()' rows, each once (a stock best
-    that is the default is its default's comparison)."""
-    tests = [r[k] for r in rows for k in ("vs_default", "vs_best")]
-    tests += [pe["vs_best"] for r in rows for pe in r["peers"].values()]
-    seen, out = set(), []
-    for t in tests:
-        if t and id(t) not in seen:
-            seen.add(id(t))
-            out.append(t)
-    return out
+    """The comparisons of comparisons()' rows, each once."""
+    return [c for row in rows for _, c in named(row)]
 
 
 def adjust_rows(groups):
@@ -460,7 +464,7 @@ def aa_rate(doc):
     itself), beside the nominal rate ("" when it has none)."""
     if not doc.get("results") or kinds.get(doc["kind"]).summary_table is not None:
         return ""
-    judged = [(t, r["lower_is_better"]) for r in comparisons(doc) for t in tests_of([r])
+    judged = [(t, r["lower_is_better"]) for r in comparisons(doc) for _, t in named(r)
               if not t["too_few"] and t["p"] is not None]
     if not judged:
         return ""

@@ -137,12 +137,13 @@ def student_t_quantile(p, df):
     return float(scipy_stats.t.isf(p / 2, df))
 
 
-def t_interval(m, se, n, alpha=ALPHA):
-    """(lo, hi): the mean shifts a t-test of n values with mean m and
-    standard error se does not reject at alpha."""
+def t_interval(m, se, df, alpha=ALPHA):
+    """(lo, hi): the mean shifts a t-test with df degrees of freedom (n - 1
+    of n values; Welch's of two runs, ab.compare), mean m and standard
+    error se does not reject at alpha."""
     if se == 0:
         return m, m
-    q = student_t_quantile(alpha, n - 1) * se
+    q = student_t_quantile(alpha, df) * se
     return m - q, m + q
 
 
@@ -154,7 +155,7 @@ def t_test(d, alpha=ALPHA):
     se = statistics.stdev(d) / math.sqrt(n)
     if se == 0:  # every pair the same: no spread to test against
         return (1.0 if m == 0 else 0.0), (m, m)
-    return student_t_p(m / se, n - 1), t_interval(m, se, n, alpha)
+    return student_t_p(m / se, n - 1), t_interval(m, se, n - 1, alpha)
 
 
 def _sums(d, seed=1):
@@ -261,7 +262,7 @@ def adjust(tests):
     for t, padj, sadj, a in zip(tests, holm(ps), holm([t["p_sign"] for t in tests]), holm_levels(ps)):
         t["p_adj"], t["p_sign_adj"] = padj, sadj
         a /= t.get("correction", 1)
-        lo, hi = t_interval(t["log_mean"], t["log_se"], t["n"], a)
+        lo, hi = t_interval(t["log_mean"], t["log_se"], dof(t), a)
         t["lo"], t["hi"], t["level"] = math.exp(lo), math.exp(hi), 1 - a
 
 
@@ -296,14 +297,20 @@ def decided(v):
 def mde(r, power=POWER):
     """The minimal detectable effect of a paired comparison r: the ratio
     above 1 that its t-test, at r's level (Holm's once adjusted), finds
-    with the given power, exp((t_(1 - a/2) + t_power) * se) with n - 1
-    degrees of freedom and r's standard error of the mean log-ratio; None
+    with the given power, exp((t_(1 - a/2) + t_power) * se) with r's
+    degrees of freedom (dof) and its standard error of the mean log-ratio; None
     without a spread (n < 2)."""
     if r is None or r.get("log_se") is None or r["n"] < 2:
         return None
     a = 1 - r.get("level", 1 - ALPHA)
-    df = r["n"] - 1
+    df = dof(r)
     return math.exp((student_t_quantile(a, df) + student_t_quantile(2 * (1 - power), df)) * r["log_se"])
+
+
+def dof(r):
+    """A comparison's degrees of freedom: its own (df: Welch's, ab.compare),
+    else those of its n pairs' paired t-test."""
+    return r.get("df", r["n"] - 1)
 
 
 def check(r, lower_is_better, p=None, p_sign=None):

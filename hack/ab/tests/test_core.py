@@ -684,7 +684,7 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(stats.verdict(row["change"], True, row["change"]["p_adj"]), "level")
         [row] = compare.compare(report.load(a), report.load(c), margin=0.01)
         self.assertNotEqual(stats.verdict(row["change"], True, row["change"]["p_adj"]), "level")
-        self.assertIsNotNone(compare.mde(row["change"]))
+        self.assertIsNotNone(stats.mde(row["change"]))
 
     def test_the_command(self):
         import contextlib
