@@ -69,24 +69,28 @@ def _space(doc, device):
     return d["reserves"], d["fills"], d["geometry"]["zone_capacity"], doc.get(f"traces:{device}", {})
 
 
-def summary_table(doc, device="main"):
-    sw = doc["sweep"]
-    cells = _cells(doc, device=device)
+def _policy_grid(doc, device, cells, caption, text):
+    """Per reserve, a table of fill by policy: caption(reserve) above it,
+    each cell text(the metrics of its report seeds' replays)."""
+    policies = doc["sweep"]["policies"]
     reserves, fills, _, _ = _space(doc, device)
     lines = []
     for reserve in reserves:
-        lines += [f"Reserve {reserve}: write amplification, mean over the report seeds [95% bootstrap interval]; "
-                  "failed creates per trace, mean.", "",
-                  "| fill | " + " | ".join(sw["policies"]) + " |", "| --- |" + " --- |" * len(sw["policies"])]
+        lines += [caption(reserve), "", "| fill | " + " | ".join(policies) + " |", "| --- |" + " --- |" * len(policies)]
         for fill in fills:
-            row = [f"{fill:.0%}"]
-            for p in sw["policies"]:
-                c = cells.get((p, reserve, fill), {})
-                wa = ci_text([_wa(x) for x in c.values()])
-                row.append(wa if wa == "-" else f"{wa}; {statistics.fmean(x['failed'] for x in c.values()):.1f} failed")
+            row = [f"{fill:.0%}"] + [text(list(cells.get((p, reserve, fill), {}).values())) for p in policies]
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def summary_table(doc, device="main"):
+    def text(c):
+        wa = ci_text([_wa(x) for x in c])
+        return wa if wa == "-" else f"{wa}; {statistics.fmean(x['failed'] for x in c):.1f} failed"
+    return _policy_grid(doc, device, _cells(doc, device=device),
+                        lambda reserve: f"Reserve {reserve}: write amplification, mean over the report seeds "
+                        "[95% bootstrap interval]; failed creates per trace, mean.", text)
 
 
 def latency_table(doc, device="main"):
@@ -94,31 +98,21 @@ def latency_table(doc, device="main"):
     the 99th percentile over a trace's stored creates, and its relocation
     stall's 99th percentile, each a mean over the report seeds, the p99
     with its 95% bootstrap interval; "" when the device has no time model."""
-    sw = doc["sweep"]
     cells = _cells(doc, device=device)
-    reserves, fills, _, _ = _space(doc, device)
     if not any(m.get("create_latency_p99_s") is not None for c in cells.values() for m in c.values()):
         return ""
-    lines = []
-    for reserve in reserves:
-        lines += [f"Reserve {reserve}: create latency in ms, p50 / p99 [95% interval of the p99's mean]; "
-                  "relocation stall p99, means over the report seeds.", "",
-                  "| fill | " + " | ".join(sw["policies"]) + " |", "| --- |" + " --- |" * len(sw["policies"])]
-        for fill in fills:
-            row = [f"{fill:.0%}"]
-            for p in sw["policies"]:
-                c = list(cells.get((p, reserve, fill), {}).values())
-                p50 = [x["create_latency_p50_s"] for x in c if x.get("create_latency_p50_s") is not None]
-                m, lo, hi = mean_ci([x.get("create_latency_p99_s") for x in c])
-                st = [x["stall_p99_s"] for x in c if x.get("stall_p99_s") is not None]
-                if m is None:
-                    row.append("-")
-                    continue
-                row.append(f"{1e3 * statistics.fmean(p50):.0f} / {1e3 * m:.0f} [{1e3 * lo:.0f}, {1e3 * hi:.0f}]; "
-                           f"stall {1e3 * statistics.fmean(st):.0f}")
-            lines.append("| " + " | ".join(row) + " |")
-        lines.append("")
-    return "\n".join(lines)
+
+    def text(c):
+        p50 = [x["create_latency_p50_s"] for x in c if x.get("create_latency_p50_s") is not None]
+        m, lo, hi = mean_ci([x.get("create_latency_p99_s") for x in c])
+        st = [x["stall_p99_s"] for x in c if x.get("stall_p99_s") is not None]
+        if m is None:
+            return "-"
+        return (f"{1e3 * statistics.fmean(p50):.0f} / {1e3 * m:.0f} [{1e3 * lo:.0f}, {1e3 * hi:.0f}]; "
+                f"stall {1e3 * statistics.fmean(st):.0f}")
+    return _policy_grid(doc, device, cells,
+                        lambda reserve: f"Reserve {reserve}: create latency in ms, p50 / p99 [95% interval of the "
+                        "p99's mean]; relocation stall p99, means over the report seeds.", text)
 
 
 def verdicts(doc, against="zone-pack", device="main"):
