@@ -351,6 +351,27 @@ fell_back() {
 	[ "$r_patched_res" = ok ] || [ "$r_patched_res" = error ]
 }
 
+# A rate limiter's window of 429s (Retry-After: 1) on every Range request,
+# 8 s from the first, under a 2 Mbit/s cap per connection (a layer's own
+# stream takes 13 s): patched's ranges and resumes wait and go on from
+# where the blob is (containerd 0008), and ask for ranges again after the
+# window. The daemon's transport (0043) holds a download back for each
+# Retry-After, so upstream's five retries ride out a window of up to about
+# 5 s; past that, before 0008, the 429 made the blob read again from byte 0
+# by a plain request (seen: 100% sent with a 3 s window, over 110% with 8),
+# and its host fetched without Range for 10 minutes.
+@test "hostile: a window of 429s on Range requests, ranges beside capped streams" {
+	PATCHED_CONFIG=$FIXED both busy-ranges --busy-seconds 8 --conn-rate 2mbit
+	[ "$(faults_in patched busy-ranges)" -ge 1 ]
+	[ "$r_patched_res" = ok ]
+	sent_at_most 110
+	# 206s to bounded ranges after the window's last 429
+	local after
+	after=$(awk '/^FAULT busy-ranges /{n = 0; next} /^SENT 206 / && $5 ~ /^bytes=[0-9]+-[0-9]+$/ {n++} END {print n + 0}' "$BATS_TEST_TMPDIR/faults-patched.log")
+	echo "# patched: $(faults_in patched busy-ranges) ranges refused, $after bounded ranges served after the window" >&3
+	[ "$after" -ge 1 ]
+}
+
 # A manifest declaring a layer larger than its blob: a clean error.
 @test "hostile: a manifest declaring a layer a little larger than its blob" {
 	both big-manifest

@@ -30,6 +30,9 @@ The other faults are modes: each applies to every blob GET of at least
                     whose digits begin with those of the one asked for, where the
                     blob is large enough: "bytes 10240-" for "bytes=1024-")
   reset-ranges      every answer to a GET with Range is reset half way through its body
+  busy-ranges       every GET with Range is answered 429 with Retry-After: 1 for
+                    --busy-seconds (3) from the first one, as a rate limiter's
+                    window sheds load; answered as the blob's after it
   change            every answer's bytes from the middle of the blob on differ
                     from the blob's (XORed with a value that changes from one
                     answer to the next); headers (ETag too) as for the blob
@@ -104,9 +107,10 @@ from ab import units  # noqa: E402  hack/ab/units.py: the one parser of sizes, r
 # one-shot faults that the proxy answers itself, from the blob's bytes
 OWN_FAULTS = ("short", "extra", "trickle")
 # modes: they apply to every blob GET of at least --min-size
-MODES = ("ignore-range", "bad-range", "reset-ranges", "change", "redirect-expire", "token-expire", "big-manifest")
+MODES = ("ignore-range", "bad-range", "reset-ranges", "busy-ranges", "change", "redirect-expire", "token-expire", "big-manifest")
 EXTRA = 64 << 10      # extra: bytes beyond the answer, within and beyond Content-Length
 TRICKLE_AFTER = 64 << 10  # trickle: bytes sent at full speed first
+BUSY_WINDOW = 3.0     # busy-ranges: --busy-seconds' default
 
 
 class Plan:
@@ -119,6 +123,7 @@ class Plan:
         self.sizes = {}      # upstream path -> the blob's stored size
         self.blobs = {}      # upstream path -> the blob's bytes (modes only)
         self.changes = 0     # change: answers changed so far
+        self.busy_since = None  # busy-ranges: time.time() of the first GET with Range
         self.tokens = {}     # token-expire: bearer token -> expiry (time.time())
         self.storage = {}    # redirect-expire: URL token -> [bytes left, expiry]
         self.manifests = {}  # big-manifest: digest -> (body, media type)
@@ -526,7 +531,16 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0, opts=None):
             digest = self.up_path.rsplit("/", 1)[-1]
             pad = opts.big_pad and digest in plan.big
             token_cut = "token-expire" in m and not rng and self._size() >= plan.min_size
-            ranged = rng and any(k in m for k in ("ignore-range", "bad-range", "reset-ranges"))
+            if rng and "busy-ranges" in m:
+                with plan.lock:
+                    if plan.busy_since is None:
+                        plan.busy_since = time.time()
+                    busy = time.time() - plan.busy_since < opts.busy_seconds
+                if busy:
+                    self._log(f"FAULT busy-ranges {self.up_path}")
+                    self._sent(429, 0)
+                    return self._reply(429, headers=[("Retry-After", "1")])
+            ranged = rng and any(k in m for k in ("ignore-range", "bad-range", "reset-ranges", "busy-ranges"))
             if fault is None and not (ranged or "change" in m or storage or pad or token_cut):
                 return self._forward()
             budget = None
@@ -808,6 +822,8 @@ def main():
                    help="only blobs of at least this size take a fault, e.g. 1MiB, or a number of bytes")
     p.add_argument("--stall-seconds", type=option("duration", "s"), default=3.0,
                    help="stall: how long, e.g. 500ms, or a number of seconds (default 3)")
+    p.add_argument("--busy-seconds", type=option("duration", "s"), default=BUSY_WINDOW,
+                   help=f"busy-ranges: the window of 429s, e.g. 8, or 1500ms (default {BUSY_WINDOW:g})")
     p.add_argument("--conn-rate", default="", help="cap each connection's response bodies, e.g. 8mbit, or a number of "
                    "bits per second (a CDN's per-connection cap)")
     p.add_argument("--storage-listen", help="redirect-expire: the storage listener, address:port (default: --listen's port + 1)")

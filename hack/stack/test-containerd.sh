@@ -26,6 +26,7 @@ FUZZTIME=${FUZZTIME:-10s}
 FUZZ_TARGETS=(
 	"./core/remotes/docker FuzzParseContentRange"
 	"./core/remotes/docker FuzzResumableFetch"
+	"./core/remotes/docker FuzzParseRetryAfter"
 )
 SERIES_HEADER='# Applied in order onto containerd (hack/containerd.pin) by hack/stack/test-containerd.sh; written by `hack/stack/test-containerd.sh export`.'
 

@@ -16,7 +16,9 @@
 # flush of a checkpoint's create and delete (hack/zoned/zns-vm/docker-powercut.sh:
 # device-mapper's log-writes target, replayed), and a checkpoint moved
 # between two daemons through an NFS root served by the guest's kernel, that
-# server's disk full in the middle of a copy (hack/zoned/zns-vm/docker-nfs.sh).
+# server's disk full in the middle of a copy (hack/zoned/zns-vm/docker-nfs.sh),
+# and checkpoint-io-weight's copy in a scope of systemd's under the systemd
+# cgroup driver, systemd run as a container's PID 1 (hack/zoned/zns-vm/docker-systemd.sh).
 # The whole fault matrix is
 # hack/zoned/test-faults.sh (make test-faults). It needs `make build` and
 # `hack/hosts/images.sh build` (make test-zns does both).
@@ -74,5 +76,7 @@ guest_case "a checkpoint whose disk fails under it (device-mapper's error target
 guest_case "a power cut at every flush of a checkpoint's create and delete (device-mapper's log-writes target)" \
 	/docker-powercut.sh ZNS_VM_PLAIN_SIZE=96M
 guest_case "a checkpoint moved between two daemons through an NFS root; the NFS server's disk full in a copy" /docker-nfs.sh
+guest_case "checkpoint-io-weight under systemd: the copy in a scope of systemd's" /docker-systemd.sh \
+	ZNS_VM_PLAIN_SIZE=256M ZNS_VM_PLAIN_DRIVE=cache=unsafe,throttling.bps-total=16777216
 [ "$failed" = 0 ] || die "zns: $failed of $((${#suites[@]} / 2 + 4)) guests failed"
 log "zns: all passed on the zoned device"

@@ -199,6 +199,19 @@ class FaultregTest(unittest.TestCase):
         self.assertEqual(body, BLOB[:len(BLOB) // 2])
         self.assertEqual(self.get(f"/v2/r/blobs/{DIGEST}")[2], BLOB)
 
+    def test_busy_ranges(self):
+        self.start("--faults", "busy-ranges")
+        st, h, body, _ = self.get(f"/v2/r/blobs/{DIGEST}", {"Range": "bytes=100-199"})
+        self.assertEqual((st, h["Retry-After"], body), (429, "1", b""))
+        # whole GETs are not touched, in the window too
+        self.assertEqual(self.get(f"/v2/r/blobs/{DIGEST}")[:3:2], (200, BLOB))
+        # after the window, the range as asked for
+        time.sleep(3.1)
+        st, h, body, _ = self.get(f"/v2/r/blobs/{DIGEST}", {"Range": "bytes=100-199"})
+        self.assertEqual((st, h["Content-Range"], body), (206, f"bytes 100-199/{len(BLOB)}", BLOB[100:200]))
+        self.stop()
+        self.assertEqual(self.logged("FAULT"), [["FAULT", "busy-ranges", f"/v2/r/blobs/{DIGEST}"]])
+
     def test_trickle(self):
         self.start("--faults", "trickle")
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)

@@ -10,7 +10,8 @@
 # hack/stack/install-deps.sh), bash, jq, util-linux's blkzone, mkfs.ext4, e2fsck,
 # dmsetup (hack/zoned/zns-vm/docker-faults.sh), iproute2's ip, the NFS
 # server's rpc.nfsd, rpc.mountd and exportfs and mount.nfs
-# (hack/zoned/zns-vm/docker-nfs.sh), date and
+# (hack/zoned/zns-vm/docker-nfs.sh), systemd, systemctl, unshare and
+# nsenter (hack/zoned/zns-vm/docker-systemd.sh), date and
 # a neighbour that commits (hack/zoned/zns-vm/commits), each with the
 # shared libraries it links (as ldd finds them here), the memory holder's
 # image (hack/hosts/images.sh) and the scripts. Everything comes from this
@@ -43,17 +44,22 @@ progs=(
 for b in containerd containerd-shim-runc-v2 runc criu docker-init; do
 	progs+=("$AB_PREFIX/bin/$b" "/usr/local/bin/$b")
 done
-for b in docker bash jq blkzone tar gzip date mkfs.ext4 e2fsck dmsetup ip rpc.nfsd rpc.mountd exportfs mount.nfs; do
+for b in docker bash jq blkzone tar gzip date mkfs.ext4 e2fsck dmsetup ip rpc.nfsd rpc.mountd exportfs mount.nfs unshare nsenter systemctl; do
 	p=$(command -v "$b") || die "zns-vm: $b is missing (hack/stack/install-deps.sh)"
 	case $b in
 	docker) progs+=("$p" /usr/local/bin/docker) ;;
 	blkzone | mkfs.ext4 | e2fsck | dmsetup | ip | rpc.nfsd | rpc.mountd | exportfs) progs+=("$p" "/usr/sbin/$b") ;;
 	mount.nfs) progs+=("$p" "/sbin/$b") ;;
+	systemctl) progs+=("$p" /usr/bin/systemctl) ;;
 	*) progs+=("$p" "/usr/bin/$b") ;;
 	esac
 done
 
-mkdir -p "$dir/usr/local/bin" "$dir/usr/bin" "$dir/usr/sbin" "$dir/sbin" "$dir/etc" "$dir/images" "$dir/var/lib"
+# systemd, run as a container's PID 1 (hack/zoned/zns-vm/docker-systemd.sh)
+need /lib/systemd/systemd "install systemd (hack/stack/install-deps.sh)"
+progs+=(/lib/systemd/systemd /lib/systemd/systemd)
+
+mkdir -p "$dir/usr/local/bin" "$dir/usr/bin" "$dir/usr/sbin" "$dir/sbin" "$dir/lib/systemd" "$dir/etc" "$dir/images" "$dir/var/lib"
 libs=()
 for ((i = 0; i < ${#progs[@]}; i += 2)); do
 	src=${progs[i]} dst=$dir${progs[i + 1]}
@@ -97,7 +103,7 @@ cp "$AB_BUILD/images/memholder.tar" "$dir/images/memholder.tar"
 	-ldflags='-s -w' -o "$dir/usr/local/bin/commits" .)
 (cd "$AB_ROOT/hack/zoned/zns-vm/logwrites" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath \
 	-ldflags='-s -w' -o "$dir/usr/local/bin/logwrites" .)
-for f in docker-e2e.sh docker-faults.sh docker-kills.sh docker-nfs.sh docker-powercut.sh docker-trace.sh docker-iocost.sh docker-lib.sh; do
+for f in docker-e2e.sh docker-faults.sh docker-kills.sh docker-nfs.sh docker-powercut.sh docker-systemd.sh docker-trace.sh docker-iocost.sh docker-lib.sh; do
 	install -m 0755 "$AB_ROOT/hack/zoned/zns-vm/$f" "$dir/$f"
 done
 log "zns-vm: guest root in $dir ($(du -sh "$dir" | cut -f1))"
