@@ -163,59 +163,58 @@ def verdicts(doc, against="zone-pack", device="main"):
     return out
 
 
+def _reserve_table(policies, reserves, cell):
+    """A table of a row per reserve and a column per policy, each cell
+    cell(policy, reserve)."""
+    lines = ["| reserve | " + " | ".join(policies) + " |", "| --- |" + " --- |" * len(policies)]
+    for reserve in reserves:
+        lines.append("| " + " | ".join([str(reserve)] + [cell(p, reserve) for p in policies]) + " |")
+    return "\n".join(lines)
+
+
 def safe_fill_table(doc, device="main"):
     """Per reserve and policy: the device (every zone) over the peak live
     data at the largest swept fill at which the policy fails no create,
     nor at any smaller fill, per report seed; mean [95% bootstrap
     interval], and how many seeds failed even at the smallest fill."""
-    sw = doc["sweep"]
     cells = _cells(doc, device=device)
     reserves, fills, cap, traces = _space(doc, device)
-    lines = ["| reserve | " + " | ".join(sw["policies"]) + " |", "| --- |" + " --- |" * len(sw["policies"])]
-    for reserve in reserves:
-        row = [str(reserve)]
-        for p in sw["policies"]:
-            xs, none = [], 0
-            seeds = sorted(set().union(*(cells.get((p, reserve, f), {}).keys() for f in fills)))
-            for seed in seeds:
-                peak = traces[str(seed)]["peak_live_bytes"]
-                best = None
-                for f in sorted(fills):
-                    m = cells.get((p, reserve, f), {}).get(seed)
-                    if m is None or m["failed"] > 0:
-                        break
-                    best = f
-                if best is None:
-                    none += 1
-                    continue
-                zones = next(e["zones"] for e in doc["results"] if e["scenario"] == "sweep" and e["policy"] == p
-                             and e["seed"] == seed and e["reserve"] == reserve and e["fill"] == best
-                             and e.get("half") == "report" and e.get("device", "main") == device)
-                xs.append(zones * cap / peak)
-            cell = ci_text(xs)
-            if none:
-                cell += f" ({none} fail at {min(fills):.0%})"
-            row.append(cell)
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+
+    def cell(p, reserve):
+        xs, none = [], 0
+        seeds = sorted(set().union(*(cells.get((p, reserve, f), {}).keys() for f in fills)))
+        for seed in seeds:
+            peak = traces[str(seed)]["peak_live_bytes"]
+            best = None
+            for f in sorted(fills):
+                m = cells.get((p, reserve, f), {}).get(seed)
+                if m is None or m["failed"] > 0:
+                    break
+                best = f
+            if best is None:
+                none += 1
+                continue
+            zones = next(e["zones"] for e in doc["results"] if e["scenario"] == "sweep" and e["policy"] == p
+                         and e["seed"] == seed and e["reserve"] == reserve and e["fill"] == best
+                         and e.get("half") == "report" and e.get("device", "main") == device)
+            xs.append(zones * cap / peak)
+        text = ci_text(xs)
+        return text + f" ({none} fail at {min(fills):.0%})" if none else text
+
+    return _reserve_table(doc["sweep"]["policies"], reserves, cell)
 
 
 def min_capacity_table(doc):
     sw = doc["sweep"]
     cells = _cells(doc, "min-capacity")
-    lines = ["| reserve | " + " | ".join(sw["policies"]) + " |", "| --- |" + " --- |" * len(sw["policies"])]
-    for reserve in sw["reserves"]:
-        row = [str(reserve)]
-        for p in sw["policies"]:
-            c = cells.get((p, reserve, None), {})
-            xs = [x.get("device_over_peak") for x in c.values()]
-            none = sum(1 for x in xs if x is None)
-            cell = ci_text(xs)
-            if none:
-                cell += f" ({none} above {MAX_OVER_PEAK}x)"
-            row.append(cell)
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+
+    def cell(p, reserve):
+        xs = [x.get("device_over_peak") for x in cells.get((p, reserve, None), {}).values()]
+        none = sum(1 for x in xs if x is None)
+        text = ci_text(xs)
+        return text + f" ({none} above {MAX_OVER_PEAK}x)" if none else text
+
+    return _reserve_table(sw["policies"], sw["reserves"], cell)
 
 
 def write(outdir, doc):
