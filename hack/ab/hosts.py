@@ -206,29 +206,17 @@ def series_of(commit):
 
 def commit_of_series(series):
     """A commit of the project whose patches/ is the series whose hash
-    (series_of) starts with series: the last that changed patches/ and kept
-    it that series (any commit with the same patches/ builds the same
-    patched daemon), or None."""
-    log = subprocess.run(["git", "-C", ROOT, "log", "--format=%H", "--", "patches/series"],
-                         capture_output=True, text=True)
-    for c in log.stdout.split():
-        # a commit that changed patches/series starts the series it names;
-        # later commits that only touched a patch file are found below
-        if (series_of(c) or "").startswith(series):
-            return newest_with_series(c, series)
-    return None
-
-
-def newest_with_series(start, series):
-    """The newest commit after start on the current history that changed
-    patches/ and kept series (a patch reworded, its series file the same),
-    else start."""
-    log = subprocess.run(["git", "-C", ROOT, "log", "--format=%H", f"{start}..HEAD", "--", "patches"],
+    (series_of) starts with series: the newest that changed patches/ and
+    left it that series (any commit with the same patches/ builds the same
+    patched daemon), or None. Every commit that changed a file in patches/
+    is looked at, not only those that changed patches/series: a fix-up
+    folded into a patch changes the series and leaves its list as it was."""
+    log = subprocess.run(["git", "-C", ROOT, "log", "--format=%H", "--", "patches"],
                          capture_output=True, text=True)
     for c in log.stdout.split():
         if (series_of(c) or "").startswith(series):
             return c
-    return start
+    return None
 
 
 def build_commit(sha):
