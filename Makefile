@@ -94,7 +94,7 @@ test-pullsim:
 # exports byte for byte, its package's tests under -race, its fuzz targets 10s each.
 test-containerd:
 	hack/stack/test-containerd.sh
-# The Go fuzz tests of hack/stack/fuzz-targets, a bounded time each (FUZZTIME, 15s).
+# The Go fuzz tests of hack/stack/fuzz-targets, a count of inputs each (FUZZTIME overrides).
 test-fuzz:
 	hack/stack/test-fuzz.sh
 # The zoned checkpoint store, and the patched daemon end to end, against a real

@@ -35,6 +35,24 @@ die() {
 	exit 1
 }
 
+# go_fuzz execs pkg name [go test flags...]: Go's fuzzing engine on one target
+# of the package in the current directory's module, for a count of inputs
+# (-fuzztime Nx), not a duration. A duration's end races Go 1.26's fuzzing
+# coordinator: when a worker is still busy at the deadline it reports the
+# target failed with "context deadline exceeded" and no input
+# (golang/go#75804, fixed in Go 1.27), which a loaded 2-core machine hits. A
+# count has no deadline to race; -timeout (FUZZ_TIMEOUT, 5m) still ends a run
+# that hangs, as a failure. FUZZTIME, when set, is every target's budget
+# instead (a count, "20000x", or a duration with the race above).
+go_fuzz() {
+	local execs=$1 pkg=$2 name=$3
+	shift 3
+	local budget=${FUZZTIME:-${execs}x}
+	log "fuzz: $pkg $name for $budget"
+	go test "$@" -count=1 -run '^$' -fuzz "^$name\$" -fuzztime "$budget" \
+		-timeout "${FUZZ_TIMEOUT:-5m}" -parallel 2 "$pkg"
+}
+
 # git with a fixed identity and no user configuration, so that commits made by
 # the build are the same on every machine.
 abgit() {
