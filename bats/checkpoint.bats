@@ -97,35 +97,35 @@ restore_counts_on() {
 }
 
 @test "patched: invalid checkpoint options are refused at start, naming the option" {
-	echo '{"checkpoint-max-concurrent": -1}' >"$BATS_TEST_TMPDIR/bad.json"
-	run "$AB_ROOT/hack/hosts/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
-	assert_failure
-	assert_output --partial "invalid checkpoint-max-concurrent: -1"
-	echo '{"checkpoint-queue-order": "lifo"}' >"$BATS_TEST_TMPDIR/bad.json"
-	run "$AB_ROOT/hack/hosts/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
-	assert_failure
-	assert_output --partial 'invalid checkpoint-queue-order: "lifo"'
-	echo '{"checkpoint-max-waiting": -1}' >"$BATS_TEST_TMPDIR/bad.json"
-	run "$AB_ROOT/hack/hosts/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
-	assert_failure
-	assert_output --partial "invalid checkpoint-max-waiting: -1"
+	bad() { # config want
+		echo "$1" >"$BATS_TEST_TMPDIR/bad.json"
+		run "$AB_ROOT/hack/hosts/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/bad.json"
+		assert_failure
+		assert_output --partial "$2"
+	}
+	bad '{"checkpoints": {"max-concurrent": 0}}' "invalid checkpoints.max-concurrent: 0: must be at least 1"
+	bad '{"checkpoints": {"queue-order": "lifo"}}' 'invalid checkpoints.queue-order: "lifo"'
+	bad '{"checkpoints": {"max-waiting": -1}}' "invalid checkpoints.max-waiting: -1"
+	bad '{"checkpoints": {"max-concurent": 1}}' 'invalid checkpoints: json: unknown field "max-concurent"'
+	bad '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "200MB"}}' 'the unit "MB" is not one of B, KiB, MiB, GiB, TiB'
+	bad '{"checkpoint-max-concurrent": 2, "checkpoints": {"max-concurrent": 2}}' "checkpoint-max-concurrent and checkpoints.max-concurrent must not both be specified"
 }
 
 @test "patched: a reload with a bad checkpoint option is refused, the daemon keeps running" {
-	up_patched '{"checkpoint-queue-order": "fifo"}'
-	echo '{"checkpoint-queue-order": "lifo"}' >"$BATS_TEST_TMPDIR/bad.json"
+	up_patched '{"checkpoints": {"queue-order": "fifo"}}'
+	echo '{"checkpoints": {"queue-order": "lifo"}}' >"$BATS_TEST_TMPDIR/bad.json"
 	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/bad.json"
 	assert_failure
 	assert_output --partial "reload refused"
-	assert_output --partial 'invalid checkpoint-queue-order'
-	echo '{"checkpoint-write-bandwidth": "100KiB"}' >"$BATS_TEST_TMPDIR/bad.json"
+	assert_output --partial 'invalid checkpoints.queue-order'
+	echo '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "100KiB"}}' >"$BATS_TEST_TMPDIR/bad.json"
 	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/bad.json"
 	assert_failure
-	assert_output --partial 'invalid checkpoint-write-bandwidth: \"100KiB\": must be 0 (no cap) or at least 1MiB per second'
+	assert_output --partial 'invalid checkpoints.write-bandwidth: \"100KiB\": must be at least 1MiB per second'
 	run docker version --format '{{.Server.Version}}'
 	assert_success
 	# A good reload after the bad one applies.
-	echo '{"checkpoint-max-concurrent": 2}' >"$BATS_TEST_TMPDIR/good.json"
+	echo '{"checkpoints": {"max-concurrent": 2}}' >"$BATS_TEST_TMPDIR/good.json"
 	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/good.json"
 	assert_success
 }
@@ -154,10 +154,10 @@ restore_counts_on() {
 	[ "${BASH_REMATCH[1]}" -ge $((32 << 20)) ]
 }
 
-@test "patched: checkpoint-write-bandwidth paces the image writes; the checkpoint restores" {
+@test "patched: a fixed write pace paces the image writes; the checkpoint restores" {
 	# 8 MiB/s: a 32 MiB memory holder's images (about 33 MiB) need at least
 	# (33 - 1 MiB burst) / 8 = 4 s to be written; without the cap, 0.1 s.
-	up_patched '{"checkpoint-write-bandwidth": "8MiB"}'
+	up_patched '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "8MiB"}}'
 	start_memholder mh 32
 	run docker checkpoint create mh cp1
 	assert_success
@@ -182,13 +182,13 @@ restore_counts_on() {
 	wait_for 30 bash -c "[ \$(docker logs mh 2>&1 | grep -c ' ok\$') -gt $n ]"
 }
 
-@test "patched: checkpoint-write-bandwidth holds at the device, not only in the page cache" {
+@test "patched: a fixed write pace holds at the device, not only in the page cache" {
 	# 16 MiB/s: a 64 MiB memory holder's images (about 65 MiB) take at
 	# least 4 s to write. The disk under the data-root must see them as
 	# they are paced: by half-way through the checkpoint at least a quarter
 	# of them (a write left to the page cache reaches it only at the fsync
 	# at the end), and all of them by its end.
-	up_patched '{"checkpoint-write-bandwidth": "16MiB"}'
+	up_patched '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "16MiB"}}'
 	start_memholder mh 64
 	dev=$(python3 "$AB_ROOT/hack/measure/diskstats.py" disk /var/lib/moby-ab/patched)
 	sync
@@ -268,7 +268,7 @@ checkpoint_on_device() {
 	# unmounted, which syncs the file system under it: a dump in a
 	# scratch directory on that disk would go to it at full speed, and the
 	# images a second time at the cap. 256 MiB at 64 MiB/s: 4 s.
-	up_patched '{"checkpoint-write-bandwidth": "64MiB"}'
+	up_patched '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "64MiB"}}'
 	run findmnt -n -o FSTYPE /run/moby-ab/patched/exec/checkpoint-scratch
 	echo "# checkpoint scratch: ${output:-not a mount point}" >&3
 	start_memholder mh 256
@@ -280,7 +280,7 @@ checkpoint_on_device() {
 	assert_output exited
 	restore_counts_on mh "$before" --checkpoint cp1
 	# "auto": the images reach the disk once too
-	echo '{"checkpoint-write-bandwidth": "auto"}' >"$BATS_TEST_TMPDIR/auto.json"
+	echo '{"checkpoints": {"write-pace": "device"}}' >"$BATS_TEST_TMPDIR/auto.json"
 	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/auto.json"
 	assert_success
 	checkpoint_on_device mh cp2
@@ -291,8 +291,12 @@ checkpoint_on_device() {
 @test "patched: smallest-first at a limit of 1: checkpoints requested together finish smallest first" {
 	# The 512 MiB holder's checkpoint finds the daemon idle and dumps; the
 	# 64 MiB one is requested next, the 16 MiB one after it, while it
-	# still dumps. FIFO would finish large, 64 MiB, 16 MiB.
+	# still dumps. FIFO would finish large, 64 MiB, 16 MiB. The options
+	# are given by their deprecated top-level keys, as test nodes of earlier
+	# releases have them: they still take effect, each with a warning.
 	up_patched '{"checkpoint-max-concurrent": 1, "checkpoint-queue-order": "smallest-first"}'
+	run grep -F 'checkpoint-queue-order is deprecated and will be removed in a later release: use checkpoints.queue-order (here \"smallest-first\")' /var/lib/moby-ab/patched/dockerd.log
+	assert_success
 	start_memholder large 512
 	start_memholder mid 64
 	start_memholder small 16
@@ -322,7 +326,7 @@ checkpoint_on_device() {
 	up_patched
 	start_memholder mh 16
 	docker checkpoint create --leave-running mh cp1 >/dev/null
-	echo '{"checkpoint-write-bandwidth": "256MiB"}' >"$BATS_TEST_TMPDIR/cap.json"
+	echo '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "256MiB"}}' >"$BATS_TEST_TMPDIR/cap.json"
 	"$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/cap.json" >/dev/null
 	docker checkpoint create --leave-running mh cp2 >/dev/null
 	root=/var/lib/moby-ab/patched/data/containers/$(docker inspect -f '{{.Id}}' mh)/checkpoints
@@ -356,8 +360,8 @@ checkpoint_on_device() {
 	verifies_on mh
 }
 
-@test "patched: images that do not fit the scratch space: refused with a cap, unpaced with auto" {
-	up_patched '{"checkpoint-write-bandwidth": "64MiB"}'
+@test "patched: images that do not fit the scratch space: refused with a fixed pace, unpaced with the device pace" {
+	up_patched '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "64MiB"}}'
 	start_memholder mh 32
 	scratch=/run/moby-ab/patched/exec/checkpoint-scratch
 	mkdir -p "$scratch"
@@ -365,7 +369,7 @@ checkpoint_on_device() {
 	# a fixed cap: refused before the container is frozen, naming the option
 	run docker checkpoint create --leave-running mh cp1
 	assert_failure
-	assert_output --partial 'checkpoint-write-bandwidth'
+	assert_output --partial 'checkpoints.write-pace'
 	assert_output --partial 'do not fit'
 	run docker inspect -f '{{.State.Running}}' mh
 	assert_output true
@@ -374,7 +378,7 @@ checkpoint_on_device() {
 	# "auto": CRIU writes the images straight into the checkpoint, unpaced,
 	# and the checkpoint restores. A writer on the data-root's disk keeps
 	# it busy, so that "auto" would pace (a quiet disk is not paced: 0038).
-	echo '{"checkpoint-write-bandwidth": "auto"}' >"$BATS_TEST_TMPDIR/auto.json"
+	echo '{"checkpoints": {"write-pace": "device"}}' >"$BATS_TEST_TMPDIR/auto.json"
 	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/auto.json"
 	assert_success
 	busy_disk /var/lib/moby-ab/patched/busy
@@ -460,7 +464,7 @@ checkpoint_listed() {
 
 @test "patched: a reload during a paced write applies the new pace; the checkpoint is whole" {
 	# 32 MiB at 4 MiB/s takes 8 s; at 256 MiB/s a fraction of a second.
-	up_patched '{"checkpoint-write-bandwidth": "4MiB"}'
+	up_patched '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "4MiB"}}'
 	start_memholder mh 32
 	before=$(last_count mh)
 	cps=/var/lib/moby-ab/patched/data/containers/$(docker inspect -f '{{.Id}}' mh)/checkpoints
@@ -468,7 +472,7 @@ checkpoint_listed() {
 	cp=$!
 	wait_for 30 paced_write_running "$cps" cp1
 	sleep 1
-	echo '{"checkpoint-write-bandwidth": "256MiB"}' >"$BATS_TEST_TMPDIR/fast.json"
+	echo '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "256MiB"}}' >"$BATS_TEST_TMPDIR/fast.json"
 	run "$AB_ROOT/hack/hosts/daemon.sh" reload patched --config "$BATS_TEST_TMPDIR/fast.json"
 	assert_success
 	wait "$cp"
@@ -492,7 +496,7 @@ checkpoint_listed() {
 
 @test "patched: a daemon killed during a paced write finishes the checkpoint at start" {
 	# 32 MiB at 4 MiB/s: the write takes 8 s.
-	up_patched '{"checkpoint-write-bandwidth": "4MiB"}'
+	up_patched '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "4MiB"}}'
 	start_memholder mh 32
 	local cps before
 	cps=/var/lib/moby-ab/patched/data/containers/$(docker inspect -f '{{.Id}}' mh)/checkpoints
@@ -521,7 +525,7 @@ checkpoint_listed() {
 
 @test "patched: a client that gives up during a paced write: the checkpoint is kept" {
 	# 32 MiB at 4 MiB/s: the write takes 8 s; the client is interrupted in it.
-	up_patched '{"checkpoint-write-bandwidth": "4MiB"}'
+	up_patched '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "4MiB"}}'
 	start_memholder mh 32
 	local cps before cli
 	cps=/var/lib/moby-ab/patched/data/containers/$(docker inspect -f '{{.Id}}' mh)/checkpoints
@@ -547,7 +551,7 @@ checkpoint_listed() {
 }
 
 @test "patched: a paced checkpoint that would not fit is refused before the freeze, naming the room" {
-	up_patched '{"checkpoint-write-bandwidth": "16MiB"}'
+	up_patched '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "16MiB"}}'
 	start_memholder mh 64
 	mkdir "$BATS_TEST_TMPDIR/small"
 	mount -t tmpfs -o size=8m,mode=0700 tmpfs "$BATS_TEST_TMPDIR/small"
@@ -574,7 +578,7 @@ scratch_mounts() {
 }
 
 @test "patched: checkpoint scratch is a tmpfs of the daemon's own, kept across a kill, unmounted at shutdown" {
-	up_patched '{"checkpoint-write-bandwidth": "64MiB"}'
+	up_patched '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "64MiB"}}'
 	run scratch_mounts
 	assert_output tmpfs
 	# a kill unmounts nothing; the next start takes the tmpfs it finds
@@ -845,7 +849,7 @@ fill() {
 
 @test "patched: a stopped container's images are kept when the disk fills during the paced write; a retry commits them" {
 	# 32 MiB at 4 MiB/s: the write takes 8 s; the disk fills in it.
-	up_patched '{"checkpoint-write-bandwidth": "4MiB"}'
+	up_patched '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "4MiB"}}'
 	start_memholder mh 32
 	local dir=$BATS_TEST_TMPDIR/small before cli
 	mkdir "$dir"
@@ -881,7 +885,7 @@ fill() {
 @test "patched: a daemon killed in a paced write to an unmounted root keeps the images until the root is back" {
 	# the checkpoint root is a file system of its own, on a loop device
 	# that stays attached while it is unmounted (the same device again)
-	up_patched '{"checkpoint-write-bandwidth": "4MiB"}'
+	up_patched '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "4MiB"}}'
 	start_memholder mh 32
 	local dir=$BATS_TEST_TMPDIR/small before loop
 	truncate -s 128M "$BATS_TEST_TMPDIR/disk.img"
@@ -916,7 +920,7 @@ fill() {
 }
 
 @test "patched: a checkpoint directory that refuses RENAME_NOREPLACE, as NFS does: create, restore, delete" {
-	up_patched '{"checkpoint-write-bandwidth": "64MiB"}'
+	up_patched '{"checkpoints": {"write-pace": "fixed", "write-bandwidth": "64MiB"}}'
 	start_memholder mh 16
 	local src=$BATS_TEST_TMPDIR/src dir=$BATS_TEST_TMPDIR/nfslike
 	mkdir -m 0700 "$src" "$dir"

@@ -15,23 +15,23 @@ teardown() {
 }
 
 start_with_device() { # device: try to start the patched daemon on it
-	jq -n --arg d "$1" '{"checkpoint-zoned-device": $d}' >"$BATS_TEST_TMPDIR/zoned.json"
+	jq -n --arg d "$1" '{"checkpoints": {"zoned-device": $d}}' >"$BATS_TEST_TMPDIR/zoned.json"
 	run "$AB_ROOT/hack/hosts/daemon.sh" up patched --config "$BATS_TEST_TMPDIR/zoned.json"
 }
 
 @test "zoned: a device that is missing, not a block device or not zoned is refused at start, naming the option" {
-	jq -n '{"checkpoint-zoned-device": "nvme0n2"}' >"$BATS_TEST_TMPDIR/bad.json"
+	jq -n '{"checkpoints": {"zoned-device": "nvme0n2"}}' >"$BATS_TEST_TMPDIR/bad.json"
 	run "$AB_ROOT/bin/dockerd-patched" --validate --config-file "$BATS_TEST_TMPDIR/bad.json"
 	assert_failure
-	assert_output --partial 'invalid checkpoint-zoned-device: "nvme0n2": must be the absolute path of a block device'
+	assert_output --partial 'invalid checkpoints.zoned-device: "nvme0n2": must be the absolute path of a block device'
 
 	start_with_device /dev/ab-no-such-device
 	assert_failure
-	assert_output --partial 'checkpoint-zoned-device: zoned device /dev/ab-no-such-device does not exist'
+	assert_output --partial 'checkpoints.zoned-device: zoned device /dev/ab-no-such-device does not exist'
 
 	start_with_device /dev/null
 	assert_failure
-	assert_output --partial 'checkpoint-zoned-device: zoned device /dev/null is not a block device'
+	assert_output --partial 'checkpoints.zoned-device: zoned device /dev/null is not a block device'
 
 	# any conventional block device of the host: only its sysfs entry is read
 	local q dev=""
@@ -44,7 +44,7 @@ start_with_device() { # device: try to start the patched daemon on it
 	if [ -n "$dev" ]; then
 		start_with_device "$dev"
 		assert_failure
-		assert_output --partial "checkpoint-zoned-device: $dev is not a host-managed zoned block device"
+		assert_output --partial "checkpoints.zoned-device: $dev is not a host-managed zoned block device"
 		assert_output --partial '/zoned is "none"'
 	else
 		echo "# no conventional block device on this host: that case runs in make test-zns" >&3

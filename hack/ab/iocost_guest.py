@@ -30,10 +30,10 @@ ORDER = ["alone", "nocap", "cap", "auto", "iocost", "bfq"]
 WHAT = {
     "alone": "no checkpoint",
     "nocap": "no option: CRIU writes the images to the disk",
-    "cap": "checkpoint-write-bandwidth, a fixed cap",
-    "auto": 'checkpoint-write-bandwidth "auto"',
-    "iocost": "checkpoint-io-weight, blk-iocost on the disk",
-    "bfq": "checkpoint-io-weight, BFQ on the disk",
+    "cap": "checkpoints.write-pace \"fixed\", a fixed cap",
+    "auto": 'checkpoints.write-pace "device"',
+    "iocost": "checkpoints.io-weight, blk-iocost on the disk",
+    "bfq": "checkpoints.io-weight, BFQ on the disk",
 }
 
 
@@ -149,7 +149,7 @@ def report(d):
         json.dump(s, f, indent=1)
     plot(s, os.path.join(d, "iocost.png"))
     lines = [
-        "# checkpoint-io-weight beside the daemon's pacing, in the zoned guest",
+        "# checkpoints.io-weight beside the daemon's pacing, in the zoned guest",
         "",
         "Made by `hack/zoned/zns-iocost-vm.sh`; rebuilt from this directory's files with",
         "`PYTHONPATH=hack python3 -m ab.iocost_guest report DIR`. The guest runs under",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The kernel's I/O controller beside the daemon's own pacing, on one
-# neighbour: checkpoint-io-weight (blk-iocost, BFQ) against no option, a
-# fixed checkpoint-write-bandwidth and "auto", in the zoned guest (QEMU,
+# neighbour: checkpoints.io-weight (blk-iocost, BFQ) against no option, a
+# fixed write pace and the device pace, in the zoned guest (QEMU,
 # TCG), a pure cgroup v2 host with blk-iocost and BFQ, which this project's
 # hosts are not.
 #
@@ -21,7 +21,7 @@
 #   --reps     repetitions of every variant [6]
 #   --mib      the memory holder's size [96]
 #   --cap      the fixed cap's rate [16MiB]
-#   --weight   checkpoint-io-weight [10]
+#   --weight   checkpoints.io-weight, 10-1000 as --blkio-weight [10]
 #   --disk-rate  the emulated disk's rate, bytes a second (or 64MiB) [64MiB]
 # DIR gets console.log (the guest's), the guest's results (runs.tsv, the
 # neighbour's commits per run, gzipped; the qos and model lines; of the
@@ -53,7 +53,7 @@ bps=$(numfmt --from=iec-i "${rate%B}" 2>/dev/null) && [ "$bps" -ge $((1 << 20)) 
 	die "zns-iocost-vm: --disk-rate wants bytes a second, 1MiB or more (got '$rate')"
 [[ $reps =~ ^[1-9][0-9]*$ ]] || die "zns-iocost-vm: --reps wants a number, 1 or more (got '$reps')"
 [[ $mib =~ ^[1-9][0-9]*$ ]] && [ "$mib" -le 512 ] || die "zns-iocost-vm: --mib wants 1 to 512 (got '$mib')"
-[[ $weight =~ ^[1-9][0-9]*$ ]] && [ "$weight" -le 10000 ] || die "zns-iocost-vm: --weight wants 1 to 10000 (got '$weight')"
+[[ $weight =~ ^[1-9][0-9]*$ ]] && [ "$weight" -ge 10 ] && [ "$weight" -le 1000 ] || die "zns-iocost-vm: --weight wants 10 to 1000 (got '$weight')"
 for v in $variants; do
 	case $v in
 	alone | nocap | cap | auto | iocost | bfq) ;;
@@ -82,7 +82,7 @@ guest_run zns-iocost-vm "$tmp/root" /docker-iocost.sh ZNS-IOCOST "$out" runs.tsv
 # say how each checkpoint was written
 gzip -9 "$out"/*.commits
 for f in "$out"/dockerd-*.log; do
-	grep -h -e 'msg="Checkpoint created"' -e 'checkpoint-io-weight' -e 'Checkpoint images are written' "$f" |
+	grep -h -e 'msg="Checkpoint created"' -e 'checkpoints.io-weight' -e 'Checkpoint images are written' "$f" |
 		sed "s|^|$(basename "$f" .log): |" >>"$out/daemon-lines.log" || true
 done
 rm -f "$out"/dockerd-*.log "$out/dockerd.log"

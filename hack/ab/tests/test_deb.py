@@ -58,7 +58,9 @@ class SeriesOptionsTest(unittest.TestCase):
                 text = fh.read()
             self.assertIn("series-options", text, f)
             for opt in listed():
-                self.assertNotIn(opt, text, f"{f} names {opt}: read hack/nodes/deb/series-options instead")
+                # as a key or a flag, not as a word ("checkpoints" is one)
+                for form in (f'"{opt}"', f"'{opt}'", f"--{opt}", f"{opt}:", f"{opt}="):
+                    self.assertNotIn(form, text, f"{f} names {opt}: read hack/nodes/deb/series-options instead")
 
     def test_stock_daemon_json_is_patched_without_them(self):
         with open(os.path.join(DEB, "daemon.json")) as f:

@@ -193,7 +193,8 @@ class SuiteTest(SuiteErrors, unittest.TestCase):
         import json
         here = os.path.dirname(__file__)
         with open(os.path.join(here, "..", "..", "nodes", "deb", "daemon.json")) as f:
-            shipped = {k: v for k, v in json.load(f).items() if k.startswith("checkpoint-")}
+            shipped = {k: v for k, v in json.load(f).items() if k == "checkpoints" or k.startswith("checkpoint-")}
+        self.assertIn("checkpoints", shipped)
         s = suite.load(os.path.join(here, "..", "..", "..", "hyperfine-suites", "checkpoint-together-holdout.toml"))
         self.assertEqual(s.flavors["patched"].daemon, shipped)
 

@@ -6,7 +6,7 @@
 # CLI, the index in data-root, the device's zone report, the daemon's
 # metrics):
 #
-#   1. dockerd starts with "checkpoint-zoned-device" and finds every zone empty;
+#   1. dockerd starts with checkpoints.zoned-device and finds every zone empty;
 #   2. a memory holder is checkpointed with --leave-running (cp1): its images
 #      are in zones of its own, finished (full), recorded as complete in the
 #      index with the stream's size and SHA-256; the checkpoint directory
@@ -55,7 +55,7 @@ CAP=${ZNS_E2E_CAP:-1MiB}
 
 guest_setup
 
-step "1. dockerd starts with checkpoint-zoned-device=$DEV"
+step "1. dockerd starts with checkpoints.zoned-device=$DEV"
 write_config
 start_dockerd
 grep 'Checkpoint images go to a zoned device' "$LOG" | grep -q "device=$DEV" ||
@@ -96,10 +96,10 @@ docker checkpoint ls mh | tail -n +2 | grep -qx cp1 || fail "cp1 is gone after a
 check_no_leak
 
 step "4. dockerd SIGKILLed while cp3's images are being written"
-write_config "\"checkpoint-write-bandwidth\": \"$CAP\""
+write_config "\"write-pace\": \"fixed\", \"write-bandwidth\": \"$CAP\""
 kill -HUP "$DOCKERD_PID"
-reloaded() { grep 'Reloaded configuration' "$LOG" | grep -q "checkpoint-write-bandwidth.*$CAP"; }
-wait_for 30 reloaded || fail "dockerd did not reload checkpoint-write-bandwidth=$CAP"
+reloaded() { grep 'Reloaded configuration' "$LOG" | grep -q "write-bandwidth.*$CAP"; }
+wait_for 30 reloaded || fail "dockerd did not reload checkpoints.write-bandwidth=$CAP"
 key3=$CPS/cp3
 docker checkpoint create --leave-running mh cp3 >"$W/cp3.out" 2>&1 &
 cli=$!

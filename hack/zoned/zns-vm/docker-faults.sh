@@ -72,13 +72,13 @@ listed() { docker checkpoint ls --checkpoint-dir "$ROOT" "$MH" | tail -n +2 | gr
 
 guest_setup
 
-step "1. dockerd with checkpoint-write-bandwidth=$CAP, a memory holder of $MIB MiB"
+step "1. dockerd with checkpoints.write-bandwidth=$CAP, a memory holder of $MIB MiB"
 dm_create "$DM" "$(table linear)"
 mkfs.ext4 -q -F "/dev/mapper/$DM" || fail "mkfs.ext4 on /dev/mapper/$DM failed"
 mkdir -p "$ROOT"
 mount "/dev/mapper/$DM" "$ROOT" || fail "mount /dev/mapper/$DM failed"
 chmod 0700 "$ROOT"
-write_config "\"checkpoint-write-bandwidth\": \"$CAP\""
+write_config "\"write-pace\": \"fixed\", \"write-bandwidth\": \"$CAP\""
 start_dockerd
 docker load -q -i /images/memholder.tar >/dev/null || fail "docker load of the memory holder failed"
 start_holder "$MIB"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a checkpoint costs a neighbour on the disk, with the daemon's own
-# pacing and with the kernel's I/O controller (checkpoint-io-weight), in the
+# pacing and with the kernel's I/O controller (checkpoints.io-weight), in the
 # guest of `hack/zoned/zns-vm.sh run-root` (started by hack/zoned/zns-iocost-vm.sh,
 # in a root made by hack/zoned/zns-vm/docker-root.sh): a pure cgroup v2 host
 # with blk-iocost and BFQ, which this project's hosts are not.
@@ -18,14 +18,14 @@
 #
 #   alone    no checkpoint
 #   nocap    no option: CRIU writes the images straight to the disk
-#   cap      checkpoint-write-bandwidth ZNS_IOCOST_CAP
-#   auto     checkpoint-write-bandwidth "auto"
-#   iocost   checkpoint-io-weight ZNS_IOCOST_WEIGHT, blk-iocost enabled on the
+#   cap      checkpoints.write-pace "fixed" at ZNS_IOCOST_CAP
+#   auto     checkpoints.write-pace "device"
+#   iocost   checkpoints.io-weight ZNS_IOCOST_WEIGHT (10-1000, as --blkio-weight), blk-iocost enabled on the
 #            disk: io.cost.model linear at ZNS_IOCOST_DISK_BPS (and as many
 #            4 KiB IOs a second), io.cost.qos ctrl=user with rpct=wpct=95 and
 #            rlat=wlat twice the neighbour's median commit alone, measured
 #            first
-#   bfq      checkpoint-io-weight ZNS_IOCOST_WEIGHT, the disk's scheduler bfq
+#   bfq      checkpoints.io-weight ZNS_IOCOST_WEIGHT, the disk's scheduler bfq
 #
 # The results (runs.tsv: variant, repetition, the checkpoint's start and end
 # in Unix ns, the disk's sectors written during it, the bytes the daemon
@@ -106,14 +106,14 @@ setup_variant() {
 	echo "$MODEL" >/sys/fs/cgroup/io.cost.model
 	case $1 in
 	alone | nocap) ;;
-	cap) members="\"checkpoint-write-bandwidth\": \"$CAP\"" ;;
-	auto) members='"checkpoint-write-bandwidth": "auto"' ;;
+	cap) members="\"write-pace\": \"fixed\", \"write-bandwidth\": \"$CAP\"" ;;
+	auto) members='"write-pace": "device"' ;;
 	iocost)
-		members="\"checkpoint-io-weight\": $WEIGHT"
+		members="\"io-weight\": $WEIGHT"
 		echo "$QOS" >/sys/fs/cgroup/io.cost.qos
 		;;
 	bfq)
-		members="\"checkpoint-io-weight\": $WEIGHT"
+		members="\"io-weight\": $WEIGHT"
 		sched=bfq
 		;;
 	*) fail "unknown variant $1" ;;

@@ -107,7 +107,7 @@ judge() {
 guest_setup
 # live-restore: a daemon that starts again stops every container it finds
 # running otherwise, checkpoint or not; that would be all this measured.
-write_config "\"checkpoint-write-bandwidth\": \"$CAP\", \"checkpoint-max-concurrent\": 1, \"live-restore\": true"
+write_config "\"write-pace\": \"fixed\", \"write-bandwidth\": \"$CAP\", \"max-concurrent\": 1" "\"live-restore\": true"
 start_dockerd
 docker load -q -i /images/memholder.tar >/dev/null || fail "docker load of the memory holder failed"
 dm_create kdisk "0 $(cat "/sys/class/block/${PLAIN#/dev/}/size") linear $PLAIN 0"

@@ -156,11 +156,13 @@ check_no_leak() {
 
 # --- the daemon ---------------------------------------------------------------
 
-# write_config [members]: the daemon's configuration, with extra JSON
-# members, if given, and checkpoint-zoned-device unless ZONED=0.
+# write_config [checkpoint-members] [members]: the daemon's configuration,
+# with the members of its "checkpoints" object (zoned-device unless ZONED=0)
+# and extra top-level JSON members, if given.
 write_config() {
-	local extra=${1:-}
-	[ "${ZONED:-1}" = 0 ] || extra="\"checkpoint-zoned-device\": \"$DEV\"${extra:+,
+	local cp=${1:-} extra=${2:-}
+	[ "${ZONED:-1}" = 0 ] || cp="\"zoned-device\": \"$DEV\"${cp:+, $cp}"
+	[ -z "$cp" ] || extra="\"checkpoints\": {$cp}${extra:+,
   $extra}"
 	cat >"$CONFIG" <<EOF
 {

@@ -125,7 +125,7 @@ cat >"$B_CONFIG" <<EOF
   "iptables": false,
   "ip6tables": false,
   "userland-proxy-path": "/usr/local/bin/docker-proxy",
-  "checkpoint-write-bandwidth": "$CAP"
+  "checkpoints": {"write-pace": "fixed", "write-bandwidth": "$CAP"}
 }
 EOF
 # ip netns exec gives host B a mount namespace of its own (a slave of the
@@ -138,7 +138,7 @@ ip netns exec "$NS" sh -c '
 	exec dockerd --config-file "$3"
 ' hostb "$A_IP" "$B_MNT" "$B_CONFIG" >>"$B_LOG" 2>&1 &
 B_PID=$!
-write_config "\"checkpoint-write-bandwidth\": \"$CAP\""
+write_config "\"write-pace\": \"fixed\", \"write-bandwidth\": \"$CAP\""
 start_dockerd
 on_b
 b_up() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# checkpoint-io-weight under systemd, in the guest of `hack/zoned/zns-vm.sh
+# checkpoints.io-weight under systemd, in the guest of `hack/zoned/zns-vm.sh
 # run-root` (started by hack/zoned/test-zns.sh, in a root made by
 # hack/zoned/zns-vm/docker-root.sh): where systemd owns the cgroup tree,
 # each copy of checkpoint images runs in a transient scope of systemd's,
@@ -18,12 +18,13 @@
 # The conventional namespace (a disk of ZNS_SYSTEMD_DISK_BPS bytes a
 # second, hack/zoned/test-zns.sh) holds the checkpoint directory; a memory
 # holder of ZNS_SYSTEMD_MIB MiB is checkpointed into it, without
-# --leave-running, with checkpoint-io-weight 10. What the system did, read
+# --leave-running, with checkpoints.io-weight 10. What the system did, read
 # from the cgroup tree and /proc, not from the daemon:
 #
 #   - while the create runs, a scope dockerd-checkpoint-copy-PID.scope
 #     exists in system.slice, holds the process PID, the daemon's copy, and
-#     has io.weight "default 10" (systemd wrote it);
+#     has io.weight "default 1" (io-weight 10 mapped as runc maps
+#     --blkio-weight; systemd wrote it);
 #   - the create succeeds; the scope is gone after it; no group
 #     dockerd-checkpoint-io exists anywhere in the hierarchy;
 #   - the disk's writes during the create were not charged to
@@ -94,7 +95,7 @@ echo "+io +memory +pids" >/sys/fs/cgroup/cgroup.subtree_control
 mkdir "$MACHINE"
 : >/etc/machine-id
 
-ZONED=0 write_config '"checkpoint-io-weight": 10'
+ZONED=0 write_config '"io-weight": 10'
 cat >"$UNITS/default.target" <<EOF
 [Unit]
 Description=The checkpoint copy under systemd
@@ -144,7 +145,7 @@ start_holder "$MIB"
 [ -d "$SLICE/docker-$ID.scope" ] || fail "the holder is not in a scope of systemd's ($SLICE/docker-$ID.scope): the daemon does not use the systemd cgroup driver"
 after=$(last_count)
 
-step "a checkpoint of $MIB MiB with checkpoint-io-weight 10, its copy watched"
+step "a checkpoint of $MIB MiB with checkpoints.io-weight 10, its copy watched"
 svc0=$(disk_written "$SERVICE/io.stat")
 docker checkpoint create --checkpoint-dir "$MNT/cps" "$MH" cp1 >"$W/create.out" 2>&1 &
 create=$!
@@ -161,7 +162,7 @@ svc1=$(disk_written "$SERVICE/io.stat")
 [ -n "$scope" ] || fail "no scope dockerd-checkpoint-copy-*.scope appeared in $SLICE while the checkpoint ran"
 note "the copy ran in ${scope#"$MACHINE"/} (pid $copy_pid: $cmd), io.weight $weight"
 [[ $cmd == dockerd-checkpoint-copy* ]] || fail "$scope holds pid ${copy_pid:-none} ($cmd), not the daemon's copy"
-[ "$weight" = "default 10" ] || fail "$scope has io.weight '$weight', not 'default 10'"
+[ "$weight" = "default 1" ] || fail "$scope has io.weight '$weight', not 'default 1' (io-weight 10, as runc maps --blkio-weight 10)"
 wait_for 30 no_copy_scope || fail "the copy's scope is still there after the checkpoint: $(copy_scopes)"
 stray=$(find /sys/fs/cgroup -type d -name dockerd-checkpoint-io)
 [ -z "$stray" ] || fail "the daemon made a group of its own beside systemd's tree: $stray"

@@ -143,8 +143,8 @@ while IFS=, read -r n _ _ c _; do
 done < <(tail -n +2 "$TRACE" | awk -F, '{print NR "," $0}')
 nops=$(($(wc -l <"$TRACE") - 1))
 
-step "dockerd starts with checkpoint-zoned-device=$DEV"
-write_config '"checkpoint-max-concurrent": 2, "checkpoint-queue-order": "smallest-first"'
+step "dockerd starts with checkpoints.zoned-device=$DEV"
+write_config '"max-concurrent": 2, "queue-order": "smallest-first"'
 start_dockerd
 docker load -q -i /images/memholder.tar >/dev/null || fail "docker load of the memory holder failed"
 zone_report
