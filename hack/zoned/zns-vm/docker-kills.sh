@@ -63,7 +63,7 @@ criu_runs() {
 }
 no_criu() { ! criu_runs; }
 waiting() {
-	[ "$(wget -qO- "http://$METRICS/metrics" | awk '/^engine_daemon_checkpoint_queue_depth\{state="waiting"\}/ {print $2}')" = 1 ]
+	[ "$(wget -qO- "http://$METRICS/metrics" | awk '/^engine_daemon_checkpoints_waiting / {print $2}')" = 1 ]
 }
 kill_dockerd() {
 	kill -KILL "$DOCKERD_PID"
