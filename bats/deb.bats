@@ -325,8 +325,58 @@ Version: $UPSTREAM_VERSION-1"
 	assert_output ""
 }
 
+@test "deb: an upgrade under 20 running containers keeps them running, and a checkpoint taken before it restores after" {
+	[ -f "$AB_ROOT/build/images/busybox.tar" ] || skip "build/images/busybox.tar is missing (hack/hosts/images.sh build)"
+	grep -q '"live-restore": true' "$ROOT/etc/moby-ab/daemon.json"
+	start_daemon
+	docker load -q -i "$AB_ROOT/build/images/busybox.tar"
+	local i pids=() pid
+	for i in $(seq 1 20); do
+		docker run -d --name "up$i" ab/busybox sleep 100000 >/dev/null
+	done
+	for i in $(seq 1 20); do
+		pids+=("$(docker inspect -f '{{.State.Pid}}' "up$i")")
+	done
+	docker run -d --name counter ab/busybox sh -c 'i=0; while :; do i=$((i+1)); echo $i >/tmp/n; sleep 0.1; done' >/dev/null
+	sleep 1
+	docker checkpoint create --leave-running counter before-upgrade
+	# The service restarts on upgrade: dockerd ends (SIGTERM, as systemd
+	# stops it), the new package goes in, the new dockerd starts.
+	pid=$(cat "$WORK/dockerd.pid")
+	rm -f "$WORK/dockerd.pid"
+	kill -TERM "$pid"
+	for i in $(seq 1 150); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	! kill -0 "$pid" 2>/dev/null
+	run in_root dpkg -i "/tmp/debs/$(basename "$(deb next)")"
+	assert_success
+	start_daemon
+	run docker version --format '{{.Server.Version}}'
+	assert_output "$(patched_version)"
+	# every container kept running, the same process, never restarted
+	for i in $(seq 1 20); do
+		run docker inspect -f '{{.State.Running}} {{.State.Pid}} {{.RestartCount}}' "up$i"
+		assert_output "true ${pids[$((i - 1))]} 0"
+		kill -0 "${pids[$((i - 1))]}"
+	done
+	# the checkpoint taken before the upgrade restores under the new daemon
+	docker stop -t 1 counter >/dev/null
+	run docker start --checkpoint before-upgrade counter
+	assert_success
+	sleep 0.5
+	run docker exec counter cat /tmp/n
+	assert_success
+	[ "$output" -gt 5 ]
+	# back to revision 1 for the tests that follow
+	stop_daemon
+	run in_root dpkg -i "/tmp/debs/$(basename "$(deb patched)")"
+	assert_success
+}
+
 @test "deb: an upgrade keeps the administrator's daemon.json and the data" {
-	sed -i 's/"experimental": true,/"experimental": true,\n  "debug": true,/' "$ROOT/etc/moby-ab/daemon.json"
+	sed -i 's/"experimental": true/"debug": true,\n  "experimental": true/' "$ROOT/etc/moby-ab/daemon.json"
 	run in_root dpkg -i "/tmp/debs/$(basename "$(deb next)")"
 	assert_success
 	run in_root dpkg-query -W -f '${Version}' moby-ab-dockerd
