@@ -334,6 +334,23 @@ fell_back() {
 	sent_at_most 110
 }
 
+# A registry that takes a layer's connection and never answers, not even a
+# status line, for 90 s: patched's request is a break once its answer has
+# not begun within 20 s (containerd 0011's deadline, LowSpeedTime), and the
+# pull ends, a verified image or a clean error, long before the registry
+# lets go. Stock has no deadline before an answer on its path (moby's
+# transports set no header timeout) and would wait the 90 s out; it is given
+# 10 s, only to report that it still waits.
+@test "hostile: a registry that never answers a layer's request" {
+	PULL_TIMEOUT=60 STOCK_PULL_TIMEOUT=10 both hang --stall-seconds 90
+	[ "$(faults_in patched hang)" = 1 ]
+	# a verified image (a retry got the layer), or an error that says why
+	[ "$r_patched_res" = ok ] || [[ $r_patched_res = error && $r_patched_msg = *"no answer from the registry"* ]]
+	# the deadline ended the wait, not the registry
+	[ "${r_patched_secs%.*}" -lt 60 ]
+	[ "$r_stock_res" = timeout ]
+}
+
 # Every answer to a Range request is reset mid-body: resumes fail, and so
 # do ranges; a clean error or a verified image, in bounded time.
 @test "hostile: every Range answer reset mid-body, after a short body" {

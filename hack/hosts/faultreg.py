@@ -22,6 +22,9 @@ take a fault, of either sort.
                     Content-Length, then a clean close
   trickle           the first 64 KiB of the body, then 1 byte a second until the
                     client goes away
+  hang              no answer at all: not even the status line, for
+                    --stall-seconds, then the connection closes (a registry or
+                    proxy that took the connection and never answers)
 The other faults are modes: each applies to every blob GET of at least
 --min-size (or to what the mode names), for as long as the proxy runs.
   ignore-range      a GET with Range is answered 200 with the whole blob
@@ -106,6 +109,8 @@ from ab import units  # noqa: E402  hack/ab/units.py: the one parser of sizes, r
 
 # one-shot faults that the proxy answers itself, from the blob's bytes
 OWN_FAULTS = ("short", "extra", "trickle")
+# one-shot faults that send nothing
+SILENT_FAULTS = ("hang",)
 # modes: they apply to every blob GET of at least --min-size
 MODES = ("ignore-range", "bad-range", "reset-ranges", "busy-ranges", "change", "redirect-expire", "token-expire", "big-manifest")
 EXTRA = 64 << 10      # extra: bytes beyond the answer, within and beyond Content-Length
@@ -477,6 +482,15 @@ def make_handler(upstream, plan, stall_s, log, conn_rate=0, opts=None):
                 self._log(f"FAULT {fault} {self.up_path}")
             if fault is None or fault in OWN_FAULTS:
                 return self._answer(fault, storage)
+            if fault == "hang":
+                # until the client gives up or the time is out
+                self.connection.settimeout(stall_s)
+                try:
+                    self.connection.recv(1)
+                except (TimeoutError, OSError):
+                    pass
+                self.close_connection = True
+                return
             if fault.isdigit():
                 if "/blobs/" in self.up_path:
                     self._sent(int(fault), 0)
@@ -797,7 +811,7 @@ def parse_faults(p, spec):
         if not f:
             continue
         kind, at, arg = f.partition("@")
-        if valid_break(f) or (f.isdigit() and 400 <= int(f) <= 599) or f in OWN_FAULTS:
+        if valid_break(f) or (f.isdigit() and 400 <= int(f) <= 599) or f in OWN_FAULTS + SILENT_FAULTS:
             faults.append(f)
         elif kind in MODES and (not at or kind == "big-manifest"):
             if kind in modes:
@@ -809,7 +823,7 @@ def parse_faults(p, spec):
                     p.error(f"--faults: {f!r}: big-manifest@SIZE takes a size, e.g. 3GiB, or a number of bytes")
         else:
             p.error(f"--faults: unknown fault {f!r}: use an HTTP status 400-599, reset[@F] or stall[@F] "
-                    f"(0 < F < 1), {', '.join(OWN_FAULTS)}, or the modes {', '.join(MODES[:-1])}, big-manifest[@SIZE]")
+                    f"(0 < F < 1), {', '.join(OWN_FAULTS + SILENT_FAULTS)}, or the modes {', '.join(MODES[:-1])}, big-manifest[@SIZE]")
     return faults, modes
 
 

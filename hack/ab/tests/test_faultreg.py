@@ -167,6 +167,26 @@ class FaultregTest(unittest.TestCase):
         self.assertEqual(body, BLOB[:len(BLOB) // 2])
         self.assertEqual(self.get(f"/v2/r/blobs/{DIGEST}")[2], BLOB)
 
+    def test_hang(self):
+        """hang: the first blob GET gets no answer, not even a status line,
+        for --stall-seconds, then its connection closes; the next is
+        answered"""
+        self.start("--faults", "hang", "--stall-seconds", "0.6")
+        c = socket.create_connection(("127.0.0.1", self.port))
+        c.settimeout(5)
+        t0 = time.monotonic()
+        c.sendall(f"GET /v2/r/blobs/{DIGEST} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        raw = b""
+        while chunk := c.recv(1 << 16):
+            raw += chunk
+        c.close()
+        took = time.monotonic() - t0
+        self.assertEqual(raw, b"")
+        self.assertGreaterEqual(took, 0.5)
+        self.assertLess(took, 4)
+        self.assertEqual(self.get(f"/v2/r/blobs/{DIGEST}")[2], BLOB)
+        self.assertEqual(len(self.logged("FAULT hang")), 1)
+
     def test_extra(self):
         self.start("--faults", "extra")
         c = socket.create_connection(("127.0.0.1", self.port))
