@@ -453,12 +453,27 @@ ExecStart=/usr/lib/moby-ab/bin/dockerd -H fd:// --log-level=warn $DOCKER_OPTS'
 	grep -qxF 'ExecStart=/usr/lib/moby-ab/bin/dockerd -H fd:// --containerd=/run/containerd/containerd.sock --log-level=warn $DOCKER_OPTS' \
 		"$ROOT/etc/systemd/system/docker.service.d/moby-ab.conf"
 
-	# The system's dockerd would refuse the series' options: not while they are set.
+	# The system's dockerd would refuse the series' options: not while they
+	# are set. Without a system dockerd here, by the package's list of them.
 	mkdir "$ROOT/etc/docker"
 	echo '{"checkpoint-max-concurrent": 2}' >"$ROOT/etc/docker/daemon.json"
 	run in_root moby-ab-switch stock
 	assert_failure
 	assert_output --partial "/etc/docker/daemon.json: checkpoint-max-concurrent"
+	# With one (the stock build, as the unit's /usr/sbin/dockerd), by its
+	# own --validate: the series' options and anything else it refuses.
+	install -m 0755 "$AB_ROOT/bin/dockerd-stock" "$ROOT/usr/sbin/dockerd"
+	install -m 0755 "$AB_ROOT/bin/docker-proxy" "$ROOT/usr/sbin/docker-proxy"
+	echo '{"checkpoints": {"max-concurrent": 2}}' >"$ROOT/etc/docker/daemon.json"
+	run in_root moby-ab-switch stock
+	assert_failure
+	assert_output --partial "/usr/sbin/dockerd --validate: "
+	assert_output --partial "the following directives don't match any configuration option: max-concurrent"
+	echo '{"max-concurrent-downloads": -1}' >"$ROOT/etc/docker/daemon.json"
+	run in_root moby-ab-switch stock
+	assert_failure
+	assert_output --partial "invalid max concurrent downloads: -1"
+	rm "$ROOT/usr/sbin/dockerd" "$ROOT/usr/sbin/docker-proxy"
 	rm -r "$ROOT/etc/docker"
 
 	run in_root moby-ab-switch stock
