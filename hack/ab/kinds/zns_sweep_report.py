@@ -353,12 +353,11 @@ def plot(doc, outdir):
     reserve, a line per policy with its interval; zns-sweep-failed.png: the
     failed creates the same way; zns-sweep-latency.png: the p99 of create
     latency, with a time model."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return []
+    # A report without its figures is not the study: a missing matplotlib
+    # is an error (install python3-matplotlib), not a silent skip.
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     sw = doc["sweep"]
     cells = _cells(doc)
     out = []

@@ -211,6 +211,15 @@ class ChoiceAndVerdictTest(unittest.TestCase):
         got = {v["policy"]: v["verdict"] for v in zns_sweep_report.verdicts(doc)}
         self.assertEqual(got["shared-log"], "mixed")
 
+    def test_plot_without_matplotlib_is_an_error(self):
+        """a study without its figures is not the study: no silent skip"""
+        import sys
+        from unittest import mock
+        doc = {"results": [], "sweep": {"reserves": [0], "fills": [0.9], "policies": ["zone-pack"]}}
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(sys.modules, {"matplotlib": None, "matplotlib.pyplot": None}):
+            with self.assertRaises(ImportError):
+                zns_sweep_report.plot(doc, d)
+
     def test_mean_ci(self):
         m, lo, hi = zns_sweep_report.mean_ci([1.0, 2.0, 3.0, 4.0])
         self.assertEqual(m, 2.5)
