@@ -77,7 +77,9 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 }
 
 @test "nodes: the rollout installs the patched build on every node and checks it" {
-	run play rollout.yml -e moby_ab_debs="$WORK/debs" -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
+	run play rollout.yml -e moby_ab_debs="$WORK/debs" -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar" \
+		-e "moby_ab_drain_command='echo drain \$(date +%s.%N) >>/var/tmp/moby-ab-drain.log'" \
+		-e "moby_ab_undrain_command='echo undrain \$(date +%s.%N) >>/var/tmp/moby-ab-drain.log'"
 	assert_success
 	assert_output --partial "The restored process went on from its checkpoint"
 	assert_output --regexp 'ab-node1 +: ok=[0-9]+ +changed=[0-9]+ +unreachable=0 +failed=0'
@@ -85,7 +87,36 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	for i in 1 2; do
 		[ "$(installed "$i")" = "$(patched_version)-1" ]
 		[ "$(serving "$i")" = "$(patched_version)" ]
+		# drained, then put back to work, once each
+		run on_node "$i" "cut -d' ' -f1 /var/tmp/moby-ab-drain.log | tr '\n' ' '"
+		assert_output "drain undrain "
 	done
+	# the canary first: node 2 was drained after node 1 was back at work
+	back1=$(on_node 1 "awk '\$1 == \"undrain\" {print \$2}' /var/tmp/moby-ab-drain.log")
+	drain2=$(on_node 2 "awk '\$1 == \"drain\" {print \$2}' /var/tmp/moby-ab-drain.log")
+	awk -v a="$back1" -v b="$drain2" 'BEGIN { exit !(a < b) }'
+	for i in 1 2; do on_node "$i" 'rm -f /var/tmp/moby-ab-drain.log'; done
+}
+
+@test "nodes: a daemon.json the new build refuses stops the rollout before the node changes" {
+	pid=$(on_node 1 'cat /run/moby-ab-docker.pid')
+	on_node 1 'cp /etc/moby-ab/daemon.json /var/tmp/daemon.json.good && jq ".checkpoints = {\"max-concurent\": 1}" /var/tmp/daemon.json.good >/etc/moby-ab/daemon.json'
+	run play rollout.yml -e moby_ab_debs="$WORK/debs" -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar" \
+		-e "moby_ab_drain_command='touch /var/tmp/moby-ab-drained'"
+	on_node 1 'mv /var/tmp/daemon.json.good /etc/moby-ab/daemon.json'
+	assert_failure
+	assert_output --partial 'unknown field \"max-concurent\"'
+	assert_output --partial "failed on ab-node1"
+	assert_output --partial "the node is still on $(patched_version)-1"
+	# nothing on node 1 changed: not drained, the daemon not restarted;
+	# node 2 never saw the rollout
+	run on_node 1 'test -e /var/tmp/moby-ab-drained'
+	assert_failure
+	[ "$(on_node 1 'cat /run/moby-ab-docker.pid')" = "$pid" ]
+	[ "$(serving 1)" = "$(patched_version)" ]
+	[ "$(serving 2)" = "$(patched_version)" ]
+	run on_node 2 'test -e /var/tmp/moby-ab-drained'
+	assert_failure
 }
 
 @test "nodes: a build that fails its check is rolled back and stops the rollout" {
