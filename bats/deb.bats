@@ -263,6 +263,8 @@ Version: $UPSTREAM_VERSION-1"
 	[ -x "$ROOT/usr/sbin/moby-ab-switch" ]
 	[ -f "$ROOT/usr/share/man/man8/moby-ab-switch.8.gz" ]
 	[ -f "$ROOT/usr/share/doc/moby-ab-dockerd/copyright" ]
+	cmp "$AB_ROOT/hack/nodes/deb/monitoring/moby-ab-dashboard.json" "$ROOT/usr/share/moby-ab/monitoring/moby-ab-dashboard.json"
+	cmp "$AB_ROOT/hack/nodes/deb/monitoring/moby-ab-alerts.yml" "$ROOT/usr/share/moby-ab/monitoring/moby-ab-alerts.yml"
 	# nothing of a system Docker's
 	[ ! -e "$ROOT/usr/sbin/dockerd" ]
 	[ ! -e "$ROOT/usr/bin/dockerd" ]

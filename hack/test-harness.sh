@@ -60,6 +60,7 @@ logwrites() (
 		go_fuzz 400000 . FuzzParse
 )
 check "logwrites: go vet, unit tests, FuzzParse" logwrites
+check "monitoring: the alert rules (promtool check and test), the dashboard's queries parse" "$AB_ROOT/hack/nodes/deb/monitoring/check.sh"
 check "mkimage: reproducible archives" python3 -m unittest discover -s "$AB_ROOT/hack/hosts/testimages" -p '*_test.py'
 for t in "$AB_ROOT"/hack/hosts/testimages/*_test.sh; do
 	[ -e "$t" ] || continue

@@ -190,6 +190,9 @@ build_dockerd() { # patched|stock
 	install -m 0644 "$SRC/dockerd.copyright" "$root/usr/share/doc/moby-ab-dockerd/copyright"
 	install -m 0644 "$SRC/README.Debian" "$root/usr/share/doc/moby-ab-dockerd/README.Debian"
 	install -m 0644 "$SRC/dockerd.lintian-overrides" "$root/usr/share/lintian/overrides/moby-ab-dockerd"
+	install -d -m 0755 "$root/usr/share/moby-ab/monitoring"
+	install -m 0644 "$SRC/monitoring/moby-ab-dashboard.json" "$SRC/monitoring/moby-ab-alerts.yml" \
+		"$root/usr/share/moby-ab/monitoring/"
 	local entries=("Docker Engine $UPSTREAM_VERSION, upstream commit ${UPSTREAM_COMMIT:0:12} (Go module $UPSTREAM_MODULE@$UPSTREAM_MODULE_VERSION).")
 	if [ "$flavor" = patched ]; then
 		entries+=("dockerd with the moby-ab patch series $hash.")

@@ -67,6 +67,10 @@ APT_PACKAGES=(
 	# NFS does (bindfs, a FUSE file system: bats/checkpoint.bats, the
 	# daemon's unit tests)
 	bindfs
+	# the alert rules and dashboard the package ships, checked with promtool and
+	# run against a real Prometheus scraping a patched daemon (bats/monitoring.bats);
+	# installed with the service kept from starting, as the others
+	prometheus
 	# Debian packages for test nodes (make deb) and their test in a debootstrap
 	# root: dpkg-shlibdeps, lintian, systemd-analyze and systemd-socket-activate
 	dpkg-dev lintian systemd
