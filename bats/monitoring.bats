@@ -92,8 +92,10 @@ has_data() { [ "$(query "$1")" -gt 0 ]; }
 		fi
 		wait_for 30 has_data "$expr" || missing+=("$title: $expr")
 	done < <("$MON/check.sh" --queries)
-	printf '# no data: %s\n' "${missing[@]}" >&3
-	[ ${#missing[@]} = 0 ]
+	[ ${#missing[@]} = 0 ] || {
+		printf '# no data: %s\n' "${missing[@]}" >&3
+		false
+	}
 	# what it shows is what happened: one checkpoint committed, its images'
 	# bytes written out at the pace, the registry's limit set by the pull
 	[ "$(in_ns patched curl -fsS -G "http://$PROM/api/v1/query" --data-urlencode 'query=sum(engine_daemon_checkpoint_phases_seconds_count{phase="commit"})' | jq -r '.data.result[0].value[1]')" -ge 2 ]
