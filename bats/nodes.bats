@@ -26,7 +26,8 @@ setup_file() {
 	DEB_XZ_LEVEL=0 "$AB_ROOT/hack/nodes/deb.sh" --out "$WORK/debs" >/dev/null
 	# A build that cannot start: the patched package, its dockerd replaced, one revision up.
 	dpkg-deb -R "$(ls "$WORK"/debs/moby-ab-dockerd_*+ab.*-1_amd64.deb)" "$WORK/broken"
-	printf '#!/bin/sh\necho "this build cannot start" >&2\nexit 1\n' >"$WORK/broken/usr/lib/moby-ab/bin/dockerd"
+	# (it passes --validate, as a build whose flaw shows only at run time does)
+	printf '#!/bin/sh\ncase " $* " in *" --validate "*) exit 0 ;; esac\necho "this build cannot start" >&2\nexit 1\n' >"$WORK/broken/usr/lib/moby-ab/bin/dockerd"
 	sed -i 's/^\(Version: .*\)-1$/\1-3/' "$WORK/broken/DEBIAN/control"
 	mkdir "$WORK/broken-deb"
 	dpkg-deb -Zgzip -b "$WORK/broken" "$WORK/broken-deb/" >/dev/null
