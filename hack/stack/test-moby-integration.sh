@@ -5,8 +5,8 @@
 #   integration/container: TestCheckpoint (skipped upstream as broken since
 #     moby#38963; 0001-0003 fix what broke it), TestCheckpointAPIErrors (the
 #     checkpoint endpoints' 409/404/400 answers), TestCheckpointQueue and
-#     TestCheckpointQueueInvalidOption (checkpoint-max-concurrent,
-#     checkpoint-max-waiting, checkpoint-queue-order);
+#     TestCheckpointQueueInvalidOption (the checkpoints object's max-concurrent,
+#     max-waiting and queue-order, a misspelt key, the deprecated flag);
 #   integration/daemon: TestDaemonRegistryDownloadConcurrencyInvalid and
 #     TestDaemonReloadRegistryDownloadConcurrencyInvalid.
 #
