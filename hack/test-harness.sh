@@ -51,6 +51,9 @@ check "patch queue: a patch without Upstream:/Drop-when: trailers is refused" tr
 check "zns-replay: go vet and unit tests (in the patched tree)" bash -c "'$AB_ROOT/hack/zoned/zns-replay.sh' vet && '$AB_ROOT/hack/zoned/zns-replay.sh' test"
 PYTHON=${PYTHON:-/usr/bin/python3}
 check "harness: suites, statistics, report (unittest)" env PYTHONPATH="$AB_ROOT/hack" "$PYTHON" -m unittest discover -s "$AB_ROOT/hack/ab/tests" -t "$AB_ROOT/hack"
+# every run a doc names is committed, every committed run is cited and
+# indexed, the durations and headline figures docs quote agree (about 1 s)
+check "docs: measurements cited and indexed, durations and headline figures agree" "$PYTHON" "$AB_ROOT/hack/check-docs.py"
 check "linkemu: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/hosts/linkemu' && go vet . && go test -count=1 ."
 check "pingpong: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/hosts/testimages/pingpong' && go vet . && go test -count=1 ."
 # the log-writes replayer of the power-cut case reads a device: FuzzParse for a
