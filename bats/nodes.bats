@@ -175,7 +175,8 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	[ "$(serving 2)" = "$UPSTREAM_VERSION" ]
 	run on_node 2 cat /etc/moby-ab/daemon.json
 	refute_output --partial checkpoint-
-	refute_output --partial registry-download-concurrency
+	refute_output --partial registry-download
+	refute_output --partial "\"checkpoints\""
 	[ "$(installed 1)" = "$(patched_version)-1" ]
 }
 

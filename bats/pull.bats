@@ -376,19 +376,24 @@ h.push_random_image("ab/pull-reset", "v1", [100 << 20], seed=90)') >/dev/null
 # as bounded ranges on the registry's free slots in the containerd store, with
 # the registry's limit (4 here) bounding the connections, ranges included, at
 # the registry. The graphdriver store keeps the limits only: one stream.
-# Times are reported, not asserted (the pull suites compare them).
+# Ranges are a switch of their own (registry-downloads.ranges): the same
+# limit without it is one stream too. Times are reported, not asserted (the
+# pull suites compare them).
 @test "pull: one 48 MiB layer from a registry that caps each connection: patched fetches it in ranges within the limit" {
 	local size ref=10.199.0.1:5001/ab/pull-capped:v1 flavor t0 ranges peak conns bytes
-	local fixed='{"registry-download-concurrency": {"10.199.0.1:5001": {"mode": "fixed", "limit": 4}}}'
+	local limits='{"10.199.0.1:5001": {"mode": "fixed", "limit": 4}}'
+	local fixed
+	fixed=$(jq -n --argjson l "$limits" '{"max-concurrent-downloads": 4, "registry-downloads": {"limits": $l, "resume": true, "ranges": true}}')
 	(cd "$AB_ROOT/hack" && /usr/bin/python3 -c '
 import ab.hosts as h
 h.push_random_image("ab/pull-capped", "v1", [48 << 20], seed=48)') >/dev/null
 	size=$(layer_size ab/pull-capped)
-	for flavor in stock patched patched-graphdriver; do
+	for flavor in stock patched patched-graphdriver patched-noranges; do
 		case $flavor in
 		stock) up_flavor stock ;;
 		patched) up_patched "$fixed" ;;
 		patched-graphdriver) up_patched "$(jq -n --argjson a "$fixed" '$a + {"features": {"containerd-snapshotter": false}}')" ;;
+		patched-noranges) up_patched "$(jq -n --argjson a "$fixed" '$a | .["registry-downloads"].ranges = false')" ;;
 		esac
 		start_faultreg "" --conn-rate 40mbit
 		t0=$(date +%s%N)
@@ -417,6 +422,6 @@ h.push_random_image("ab/pull-capped", "v1", [48 << 20], seed=48)') >/dev/null
 			[ "$ranges" = 0 ]
 		fi
 		rm -f "$BATS_TEST_TMPDIR/faults.log"
-		"$AB_ROOT/hack/hosts/daemon.sh" down "${flavor%-graphdriver}" >/dev/null
+		"$AB_ROOT/hack/hosts/daemon.sh" down "${flavor%%-*}" >/dev/null
 	done
 }
