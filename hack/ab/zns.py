@@ -407,7 +407,9 @@ def log_main(argv):
     print(f"{a.out}: {info['creates']} creates, {info['deletes']} deletes, {gib(info['bytes'])} over "
           f"{info['duration_s']:g} s")
     if real:
-        removed = sum(DELETED in line and "container_removed=true" in line for line in lines)
+        # container-removed since 0091, container_removed in the recordings before it
+        removed = sum(DELETED in line and ("container-removed=true" in line or "container_removed=true" in line)
+                      for line in lines)
         print(f"deletes: the log's (\"Checkpoint deleted\" lines), {removed} of them with their container")
     else:
         print(f"deletes: made up (the log has no \"Checkpoint deleted\" line): each container's last {keep} kept")
