@@ -134,7 +134,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&g.MaxActive, "max-active", g.MaxActive, "active zones at once (0: no limit)")
 	fs.Var(sizeFlag{&g.Block}, "block", "logical block size")
 	fs.Var(sizeFlag{&pp.Chunk}, "chunk", "interleaving unit of concurrent images")
-	fs.IntVar(&pp.GCReserve, "gc-reserve", pp.GCReserve, "zones no host data may take (0 to zones-1): the logs keep them empty for their collector")
+	fs.IntVar(&pp.GCReserve, "gc-reserve", pp.GCReserve, "the reserve (0 to zones-1): live data never exceeds the capacity of all zones but these, under every policy that relocates")
 	fs.StringVar(&pp.Cleaner, "cleaner", pp.Cleaner, "the logs' victim rule: "+strings.Join(cleaners, " or "))
 	fs.IntVar(&pp.Heads, "heads", 0, "the multi-head log's host heads (0: the open limit less one)")
 	fs.Var(rateFlag{&pp.Costs.WriteBW}, "write-bw", "time model: the device's append bandwidth, all zones together, per second (0: no time model)")

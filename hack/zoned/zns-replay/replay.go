@@ -70,7 +70,7 @@ func (g geometry) problems() []string {
 // params are the placements' parameters.
 type params struct {
 	Chunk     int64  `json:"chunk"`      // concurrent images are interleaved in chunks of this
-	GCReserve int    `json:"gc_reserve"` // zones' capacity no host data may take (reserve.go)
+	GCReserve int    `json:"gc_reserve"` // the reserve: zones' capacity live data may not take (reserve.go)
 	Heads     int    `json:"heads"`      // the multi-head logs' host heads; 0: the open limit less one
 	Cleaner   string `json:"cleaner"`    // the logs' victim rule: greedy or cost-benefit
 	Costs     costs  `json:"costs"`      // the device's time model (timing.go)
