@@ -32,6 +32,9 @@ import (
 //     picked by the cleaner's rule) at its own head and resets them, before
 //     the create is written; and when a head fills with no more than the
 //     spare zone empty, it does so again.
+//
+// A log's idle variant (idle) also cleans after every delete, off any
+// create's path (cleanIdle).
 type sharedLog struct {
 	*base
 	reserve int // the admission bound's zones
@@ -51,10 +54,15 @@ type sharedLog struct {
 	cur  map[*image]int
 	// the zone being relocated (-1: none), still active until its reset
 	draining int
+	// idle: clean after deletes until the empty zones hold the largest
+	// group of creates taken together so far (idleGoal)
+	idle                 bool
+	groupAt              float64
+	groupBytes, idleGoal int64
 }
 
 func newSharedLog(g geometry, pp params) *sharedLog {
-	return &sharedLog{base: newBase(g), reserve: pp.GCReserve, cleaner: pp.Cleaner, head: -1, mode: "shared", draining: -1}
+	return &sharedLog{base: newBase(g), reserve: pp.GCReserve, cleaner: pp.Cleaner, head: -1, mode: "shared", draining: -1, groupAt: -1}
 }
 
 // newMultiLog is the shared log with several heads: each container's images
@@ -108,6 +116,12 @@ func newHeadedLog(g geometry, pp params, mode string) *sharedLog {
 	return l
 }
 
+// idleLog is log's variant that cleans while the device is idle.
+func idleLog(l *sharedLog) *sharedLog {
+	l.idle = true
+	return l
+}
+
 // maxHeads is the most host heads a multi-head log can keep open beside
 // the collector's on g (16 when the device sets no limit).
 func maxHeads(g geometry) int {
@@ -138,6 +152,11 @@ func (l *sharedLog) admit(im *image) (string, error) {
 	if why := overReserve(l.base, im, l.reserve); why != "" {
 		return why, nil
 	}
+	if l.groupAt != l.now {
+		l.groupAt, l.groupBytes = l.now, 0
+	}
+	l.groupBytes += im.padded
+	l.idleGoal = max(l.idleGoal, l.groupBytes)
 	// Relocation on demand: make room for the creates taken so far and
 	// this one before any of them is written.
 	need := im.padded
@@ -249,7 +268,33 @@ func (l *sharedLog) forget(z int) {
 	}
 }
 
-func (l *sharedLog) deleted(im *image) error { return nil }
+// deleted cleans, in the idle variant, while the device has nothing else
+// to do (cleanIdle).
+func (l *sharedLog) deleted(im *image) error {
+	if !l.idle {
+		return nil
+	}
+	return l.cleanIdle()
+}
+
+// cleanIdle relocates, after a delete and so off any create's path, the
+// live data of the victims the cleaner's rule picks (as the collector on
+// demand would), until the empty zones but the spare one hold the largest
+// group of creates taken together so far: the heads' room is not counted,
+// since a head that fills takes an empty zone before it goes on in
+// another's. What it leaves undone the collector does on demand.
+func (l *sharedLog) cleanIdle() error {
+	for tries := 0; l.spareRoom() < l.idleGoal && tries < l.g.Zones; tries++ {
+		v := l.victim()
+		if v < 0 {
+			return nil
+		}
+		if err := l.relocate(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // spareRoom is the capacity of the empty zones but the collector's spare.
 func (l *sharedLog) spareRoom() int64 {

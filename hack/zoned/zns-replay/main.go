@@ -26,8 +26,10 @@ import (
 	"strings"
 )
 
-// policies, in the order the harness lists them.
-var policies = []string{"shared-log", "zone-aware", "multi-log", "zone-tail", "zone-pack", "hint-log", "oracle"}
+// policies, in the order the harness lists them. A log's "-idle" variant
+// also cleans while the device is idle (sharedLog.cleanIdle).
+var policies = []string{"shared-log", "zone-aware", "multi-log", "zone-tail", "zone-pack", "hint-log", "oracle",
+	"shared-log-idle", "multi-log-idle", "hint-log-idle", "oracle-idle"}
 
 func newPlacement(policy string, g geometry, pp params) (placement, error) {
 	switch policy {
@@ -45,6 +47,14 @@ func newPlacement(policy string, g geometry, pp params) (placement, error) {
 		return newZoneTail(g), nil
 	case "zone-pack":
 		return newZonePack(g, pp)
+	case "shared-log-idle":
+		return idleLog(newSharedLog(g, pp)), nil
+	case "multi-log-idle":
+		return idleLog(newMultiLog(g, pp)), nil
+	case "hint-log-idle":
+		return idleLog(newHintLog(g, pp)), nil
+	case "oracle-idle":
+		return idleLog(newOracle(g, pp)), nil
 	}
 	return nil, fmt.Errorf("unknown policy %q (want one of %s)", policy, strings.Join(policies, ", "))
 }

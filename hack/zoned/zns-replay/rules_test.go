@@ -13,7 +13,7 @@ import (
 // admission bound alone, resets at the delete, cleaning on demand, partly
 // written victims, the cleaner's rule, another head when one's own is full),
 // and the policies added to read zone-pack against: the hint log (ZenFS's
-// allocator) and the oracle.
+// allocator), the oracle, and each log's variant that cleans while idle.
 
 // mixedTrace is a trace of containers with their own intervals, retention
 // and start times (not in lockstep), each image declaring the lifetime its
@@ -169,7 +169,7 @@ func TestLogsCleanPartlyWrittenZones(t *testing.T) {
 }
 
 // logs are the policies that relocate with a collector of the harness's.
-var logs = []string{"shared-log", "multi-log", "hint-log", "oracle"}
+var logs = []string{"shared-log", "multi-log", "hint-log", "oracle", "shared-log-idle", "multi-log-idle", "hint-log-idle", "oracle-idle"}
 
 // A log resets a zone by the delete that leaves nothing live in it, not
 // later on a create's path: once a is deleted its zone is empty, and the
@@ -201,7 +201,7 @@ func TestHeadedLogsGoOnAtAnotherHeadWhenTheirsIsFull(t *testing.T) {
 		hinted(ev(0, "create", "a", "cp0", MiB), 1000), hinted(ev(1, "create", "b", "cp0", MiB/2), 100),
 		hinted(ev(2, "create", "a", "cp1", MiB), 1000), hinted(ev(3, "create", "a", "cp2", MiB/4), 1000),
 	}
-	for _, policy := range []string{"multi-log", "hint-log"} {
+	for _, policy := range []string{"multi-log", "hint-log", "multi-log-idle", "hint-log-idle"} {
 		b := checkedReplay(t, es, g, policy, params{Chunk: 64 * KiB, Cleaner: "greedy"}).state()
 		assert.Check(t, is.Len(b.failures, 0), policy)
 		assert.Check(t, is.Equal(b.dev.relocatedBytes, int64(0)), policy)
@@ -326,6 +326,35 @@ func TestReserveIsTheAdmissionBoundAlone(t *testing.T) {
 			geo(MiB, 2, 2, 2), policy, params{Chunk: 256 * KiB, Cleaner: "greedy"}).state()
 		assert.Check(t, is.Len(b.failures, 0), policy)
 	}
+}
+
+// A log's idle variant cleans after the delete, off any create's path:
+// the shared log relocates the two half dead zones on the create of round
+// 3 and stalls it; its idle variant does the same after round 2's delete
+// (and cleans after round 3's too, for a round that never comes), and no
+// create stalls.
+func TestIdleLogsCleanOffTheCreatePath(t *testing.T) {
+	var es []event
+	for r := range 4 {
+		cp := fmt.Sprint("cp", r)
+		es = append(es, ev(float64(10*r), "create", "a", cp, MiB/2), ev(float64(10*r), "create", "b", cp, MiB/2))
+		if r > 0 {
+			es = append(es, ev(float64(10*r), "delete", "a", fmt.Sprint("cp", r-1), 0))
+		}
+	}
+	g := geo(MiB, 4, 2, 2)
+	pp := timed(costs{WriteBW: zoneBW, ResetS: 0.001})
+	pp.Chunk = 256 * KiB
+	pp.GCReserve = 1
+	demand := timedReplay(t, es, g, "shared-log", pp)
+	idle := timedReplay(t, es, g, "shared-log-idle", pp)
+	assert.Check(t, is.Len(demand.Failures, 0))
+	assert.Check(t, is.Len(idle.Failures, 0))
+	assert.Check(t, is.Equal(demand.Metrics.RelocatedBytes, int64(MiB)))
+	assert.Check(t, is.Equal(idle.Metrics.RelocatedBytes, int64(3*MiB/2)))
+	assert.Check(t, is.Equal(*demand.Metrics.StalledCreates, 2)) // a3 and b3
+	assert.Check(t, is.Equal(*idle.Metrics.StalledCreates, 0))
+	assert.Check(t, near(idle.Metrics.StallTotalS, 0))
 }
 
 func keys(m map[string]bool) []string {
