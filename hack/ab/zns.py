@@ -156,6 +156,8 @@ class Failure:
     checkpoint: str
     bytes: int
     reason: str
+    dead_bytes: int = 0  # written bytes no longer live on the device when it failed
+    empty_zones: int = 0
 
 
 @dataclass

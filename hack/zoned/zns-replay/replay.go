@@ -126,12 +126,17 @@ type extent struct {
 	im          *image
 }
 
+// failure is a create that failed: why, and what the device held then
+// (the written bytes no longer live, which relocation could have freed,
+// and the empty zones), so that a failure can be told from a full device.
 type failure struct {
 	TimeS      float64 `json:"time_s"`
 	Container  string  `json:"container"`
 	Checkpoint string  `json:"checkpoint"`
 	Bytes      int64   `json:"bytes"`
 	Reason     string  `json:"reason"`
+	DeadBytes  int64   `json:"dead_bytes"`
+	EmptyZones int     `json:"empty_zones"`
 }
 
 // errNoSpace fails an image's write: it found no zone to go to.
@@ -259,7 +264,11 @@ func (b *base) reset(zone int) error {
 }
 
 func (b *base) fail(im *image, why string) {
-	b.failures = append(b.failures, failure{b.now, im.container, im.checkpoint, im.bytes, why})
+	var dead int64
+	for z := range b.g.Zones {
+		dead += b.dev.wp[z] - b.live[z]
+	}
+	b.failures = append(b.failures, failure{b.now, im.container, im.checkpoint, im.bytes, why, dead, b.dev.countEmpty()})
 }
 
 func (b *base) removeInFlight(im *image) {

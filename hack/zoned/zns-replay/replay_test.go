@@ -202,8 +202,24 @@ func TestSharedLogFullDeviceFailsTheCreateAndGoesOn(t *testing.T) {
 	assert.Assert(t, is.Len(o.Failures, 1))
 	assert.Check(t, is.Equal(o.Failures[0].Container+"/"+o.Failures[0].Checkpoint, "b/cp0"))
 	assert.Check(t, is.Contains(o.Failures[0].Reason, "device full"))
+	assert.Check(t, is.Equal(o.Failures[0].EmptyZones, 1)) // the reserve's: the admission bound failed it
+	assert.Check(t, is.Equal(o.Failures[0].DeadBytes, int64(0)))
 	assert.Check(t, is.Equal(o.Metrics.Failed, 1))
 	assert.Check(t, is.Equal(o.Metrics.StoredBytes, int64(4*MiB)))
+}
+
+// A failed create records what the device held when it failed: the
+// written bytes no longer live, which relocation could have freed, and the
+// empty zones.
+func TestAFailureRecordsTheDeadDataAndEmptyZones(t *testing.T) {
+	b := newBase(geo(MiB, 4, 2, 2))
+	a := &image{container: "a", checkpoint: "cp0"}
+	assert.NilError(t, b.write(a, 0, MiB/2, false))
+	assert.NilError(t, b.write(a, 1, MiB/4, false))
+	b.dropExtents(a)
+	b.fail(&image{container: "b", checkpoint: "cp0", bytes: MiB}, "device full")
+	assert.Check(t, is.DeepEqual(b.failures, []failure{{Container: "b", Checkpoint: "cp0", Bytes: MiB, Reason: "device full",
+		DeadBytes: 3 * MiB / 4, EmptyZones: 2}}))
 }
 
 func TestSharedLogUnderPressure(t *testing.T) {
