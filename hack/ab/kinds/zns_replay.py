@@ -346,8 +346,8 @@ def write(outdir, doc):
            f"- devices, every policy replayed on each: {_scan_device(geoms)}",
            f"- placement: concurrent images interleaved in {units.human_size(pl.get('chunk', 0))} chunks; "
            f"a reserve of {pl.get('gc_reserve')} zones (live data never exceeds the capacity of the others; any "
-           f"zone may be written); the logs' cleaner {pl.get('cleaner', 'greedy')}, on demand, partly written "
-           "zones too, a zone reset by the delete that leaves "
+           f"zone may be written); the logs' cleaner {pl.get('cleaner', 'greedy')}, on demand (their -idle "
+           "variants also after every delete), partly written zones too, a zone reset by the delete that leaves "
            "nothing live in it"
            + (f"; the multi-head log appends at {pl['heads']} heads" if pl.get("heads")
               else "; the multi-head log at as many heads as the open limit allows beside its collector's"

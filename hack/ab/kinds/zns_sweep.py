@@ -38,7 +38,8 @@ KEYS = ("sweep", "traces", "device", "devices")
 SWITCHES = ()
 REPETITIONS = 1  # a replay is deterministic; the seeds are the repetitions
 
-BASELINES_WITH_CLEANER = ("shared-log", "multi-log", "hint-log", "oracle")
+BASELINES_WITH_CLEANER = ("shared-log", "multi-log", "hint-log", "oracle", "shared-log-idle", "multi-log-idle",
+                          "hint-log-idle", "oracle-idle")
 
 
 @dataclass

@@ -423,8 +423,11 @@ def plot(doc, outdir):
                 if not pts:
                     continue
                 xs = [100 * x[0] for x in pts]
-                ax.plot(xs, [x[1] for x in pts], marker="o", ms=3, label=p, color=COLOURS.get(p))
-                ax.fill_between(xs, [x[2] for x in pts], [x[3] for x in pts], alpha=0.15, color=COLOURS.get(p))
+                # A log's idle variant in its colour, dashed.
+                colour = COLOURS.get(p.removesuffix("-idle"))
+                ax.plot(xs, [x[1] for x in pts], marker="o", ms=3, label=p, color=colour,
+                        linestyle="--" if p.endswith("-idle") else "-")
+                ax.fill_between(xs, [x[2] for x in pts], [x[3] for x in pts], alpha=0.15, color=colour)
             ax.set_title(f"reserve {reserve}")
             ax.set_xlabel("fill: peak live / usable capacity (%)")
             ax.grid(alpha=0.3)
