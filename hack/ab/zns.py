@@ -156,6 +156,8 @@ class Failure:
     checkpoint: str
     bytes: int
     reason: str
+    dead_bytes: int = 0  # written bytes no longer live on the device when it failed
+    empty_zones: int = 0
 
 
 @dataclass
@@ -351,8 +353,8 @@ def replay_main(argv):
     p.add_argument("--max-active", type=int, default=d.max_active, help="0: no limit")
     p.add_argument("--block", type=_arg(units.size), default=d.block)
     p.add_argument("--chunk", type=_arg(units.size), default=MiB, help="interleaving unit of concurrent images")
-    p.add_argument("--gc-reserve", type=int, default=2, help="zones no host data may take (the logs keep them "
-                   "empty for their collector)")
+    p.add_argument("--gc-reserve", type=int, default=2, help="the reserve: live data never exceeds the "
+                   "capacity of all zones but these (every policy that relocates)")
     p.add_argument("--cleaner", choices=CLEANERS, default="greedy", help="the logs' victim rule")
     p.add_argument("--heads", type=int, default=0, help="the multi-head log's host heads (0: the open limit less one)")
     p.add_argument("--policy", action="append", choices=POLICIES, help="default: all")

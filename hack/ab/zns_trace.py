@@ -20,7 +20,8 @@ HEADER = ["time_s", "op", "container", "checkpoint", "bytes"]
 # lifetime-hint log places by; empty on deletes and where none is declared.
 HINT = "hint_s"
 OPS = ("create", "delete")
-POLICIES = ("shared-log", "zone-aware", "multi-log", "zone-tail", "zone-pack", "hint-log", "oracle")
+POLICIES = ("shared-log", "zone-aware", "multi-log", "zone-tail", "zone-pack", "hint-log", "oracle",
+            "shared-log-idle", "multi-log-idle", "hint-log-idle", "oracle-idle")
 CLEANERS = ("greedy", "cost-benefit")  # the logs' victim rules
 MiB = 1 << 20
 

@@ -345,9 +345,10 @@ def write(outdir, doc):
            f"- device: {g.describe() if g else '-'}" if not scan else
            f"- devices, every policy replayed on each: {_scan_device(geoms)}",
            f"- placement: concurrent images interleaved in {units.human_size(pl.get('chunk', 0))} chunks; "
-           f"a reserve of {pl.get('gc_reserve')} zones (no host data takes them; the logs keep them empty for "
-           f"their collectors); the logs' cleaner {pl.get('cleaner', 'greedy')}, on demand, partly written "
-           "zones too"
+           f"a reserve of {pl.get('gc_reserve')} zones (live data never exceeds the capacity of the others; any "
+           f"zone may be written); the logs' cleaner {pl.get('cleaner', 'greedy')}, on demand (their -idle "
+           "variants also after every delete), partly written zones too, a zone reset by the delete that leaves "
+           "nothing live in it"
            + (f"; the multi-head log appends at {pl['heads']} heads" if pl.get("heads")
               else "; the multi-head log at as many heads as the open limit allows beside its collector's"
               if "multi-log" in {e.get("policy") for e in doc.get("results", [])} else ""),

@@ -20,6 +20,7 @@ and a share of checkpoints (pin) is kept 4-16 times the declared
 lifetime."""
 import collections
 import concurrent.futures
+import dataclasses
 import math
 import os
 import random
@@ -37,7 +38,8 @@ KEYS = ("sweep", "traces", "device", "devices")
 SWITCHES = ()
 REPETITIONS = 1  # a replay is deterministic; the seeds are the repetitions
 
-BASELINES_WITH_CLEANER = ("shared-log", "multi-log", "hint-log", "oracle")
+BASELINES_WITH_CLEANER = ("shared-log", "multi-log", "hint-log", "oracle", "shared-log-idle", "multi-log-idle",
+                          "hint-log-idle", "oracle-idle")
 
 
 @dataclass
@@ -372,9 +374,11 @@ TIME_METRICS = ("create_latency_p50_s", "create_latency_p99_s", "create_latency_
 
 
 def _replay(path, g, policies, chunk, reserve, cleaner, costs=None):
+    """{policy: (its metrics, its failed creates as results.json keeps them)}."""
     outs = zns.replay_trace(path, g, policies, chunk, reserve, 0, cleaner=cleaner, costs=costs)
     keys = METRICS + (TIME_METRICS if costs else ())
-    return {o.policy: {k: o.metrics.get(k) for k in keys} for o in outs}
+    return {o.policy: ({k: o.metrics.get(k) for k in keys}, [dataclasses.asdict(f) for f in o.failures])
+            for o in outs}
 
 
 def sized(g0, zones):
@@ -442,12 +446,12 @@ def run(r):
             for i, (t, f) in enumerate(zip(tasks, futs)):
                 got = f.result()
                 device, seed, half, reserve, fill, g, _, _, _, _, cleaner_of = t
-                for p, m in got.items():
+                for p, (m, failed) in got.items():
                     doc["results"].append(Cell(p, params={"reserve": reserve, "cleaner": cleaner_of(p)},
                                                scenario="sweep",
                                                kind_fields={"policy": p, "seed": seed, "half": half,
                                                             "reserve": reserve, "fill": fill, "zones": g.zones,
-                                                            "device": device}).entry(metrics=m))
+                                                            "device": device}).entry(metrics=m, failures=failed))
                 prog.step(f"{label}: {device} seed {seed} reserve {reserve} fill {fill:.0%} {t[7]}")
                 if i % 100 == 99:
                     r.results.save()
@@ -512,7 +516,7 @@ def min_capacity(path, peak, g0, policy, chunk, reserve, cleaner):
     def fails(zones):
         g = zns.Geometry(**dict(vars(g0), zones=zones))
         g.max_open, g.max_active = min(g.max_open, zones), min(g.max_active, zones)
-        m = _replay(path, g, [policy], chunk, reserve, cleaner)[policy]
+        m = _replay(path, g, [policy], chunk, reserve, cleaner)[policy][0]
         return m["failed"] > 0, m
     lo = reserve + math.ceil(peak / g0.zone_capacity) - 1  # fails (or holds nothing): below the peak
     hi = reserve + math.ceil(MAX_OVER_PEAK * peak / g0.zone_capacity)

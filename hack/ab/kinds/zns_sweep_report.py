@@ -1,11 +1,12 @@
 """The zns-sweep kind's report: its cells' names and failure rule, the summary
-and latency tables, the verdicts against zone-pack, the safe fills and least
-capacities, the plots and the whole report.md (write). kinds/zns_sweep.py,
+and latency tables, why creates failed, the verdicts against zone-pack, the
+safe fills and least capacities, the plots and the whole report.md (write). kinds/zns_sweep.py,
 which runs the kind, imports them, and MAX_OVER_PEAK."""
 import collections
 import json
 import os
 import random
+import re
 import statistics
 
 from .. import units
@@ -113,6 +114,43 @@ def latency_table(doc, device="main"):
     return _policy_grid(doc, device, cells,
                         lambda reserve: f"Reserve {reserve}: create latency in ms, p50 / p99 [95% interval of the "
                         "p99's mean]; relocation stall p99, means over the report seeds.", text)
+
+
+def _cause(reason):
+    """A failed create's reason with its numbers left out: its cause."""
+    return re.sub(r"\d+(\.\d+)?(B|KiB|MiB|GiB|TiB)?", "N", reason)
+
+
+def failure_table(doc, device="main", min_fill=0.95):
+    """Why creates failed, per reserve, fill (from min_fill) and policy that
+    failed any on the report seeds: how many, on how many traces, each
+    cause's count, and the dead data on the device when they failed (in
+    zones: what relocation could have freed), median [max]; "" when the
+    results keep no failures (a sweep from before they were kept)."""
+    if not any("failures" in e for e in doc["results"] if e["scenario"] == "sweep"):
+        return ""
+    _, _, cap, _ = _space(doc, device)
+    by = collections.defaultdict(list)  # (reserve, fill, policy) -> [(seed, failure)]
+    seeds = collections.defaultdict(set)
+    for e in doc["results"]:
+        if e["scenario"] != "sweep" or e.get("half") != "report" or e.get("device", "main") != device:
+            continue
+        if e["fill"] is None or e["fill"] < min_fill - 1e-9:
+            continue
+        seeds[(e["reserve"], e["fill"])].add(e["seed"])
+        for f in e.get("failures", []):
+            by[(e["reserve"], e["fill"], e["policy"])].append((e["seed"], f))
+    lines = ["| reserve | fill | policy | failed (traces with any) | causes | dead data when it failed, zones: "
+             "median [max] |", "| --- | --- | --- | --- | --- | --- |"]
+    order = {p: i for i, p in enumerate(doc["sweep"]["policies"])}
+    for (reserve, fill, p), fs in sorted(by.items(), key=lambda kv: (kv[0][0], kv[0][1], order.get(kv[0][2], 99))):
+        causes = collections.Counter(_cause(f["reason"]) for _, f in fs)
+        dead = [f.get("dead_bytes", 0) / cap for _, f in fs] if cap else []
+        lines.append(f"| {reserve} | {fill:.0%} | {p} | {len(fs)} ({len({s for s, _ in fs})} of "
+                     f"{len(seeds[(reserve, fill)])}) | "
+                     + "; ".join(f"{c}: {n}" for c, n in causes.most_common()) + " | "
+                     + (f"{statistics.median(dead):.1f} [{max(dead):.1f}]" if dead else "-") + " |")
+    return "\n".join(lines) + "\n"
 
 
 def verdicts(doc, against="zone-pack", device="main"):
@@ -262,6 +300,12 @@ def write(outdir, doc):
            "creates goes the other way); else a tie. No correction for the number of comparisons.", "",
            "The latency verdict compares the 99th percentile of create latency the same way, on its own.", ""]
     md += verdict_lines(vs, sw["policies"])
+    ft = failure_table(doc)
+    if ft:
+        md += ["## Why creates failed", "",
+               "Every failed create of the report seeds from 95% fill, by its reason with the numbers left out "
+               "(results.json keeps each one with its numbers, its time and the device's dead bytes and empty "
+               "zones then).", "", ft]
     md += ["## The smallest device each policy needs", "",
            "From the sweep itself: the device's capacity (every zone, the reserve's too) over the trace's peak "
            "live data at the largest swept fill at which the policy fails no create (nor at a smaller one), "
@@ -338,6 +382,9 @@ def device_section(doc, d):
           f"- reserves {', '.join(map(str, d['reserves']))}; fills {', '.join(f'{f:.0%}' for f in d['fills'])}; the "
           "cleaners chosen on the sweep's tuning seeds", "",
           summary_table(doc, d["name"]), latency_table(doc, d["name"])]
+    ft = failure_table(doc, d["name"], min_fill=0)
+    if ft:
+        md += ["Why creates failed (every fill):", "", ft]
     md += verdict_lines(verdicts(doc, device=d["name"]), doc["sweep"]["policies"])
     md += ["The smallest device from the fills swept (the same ratio as above):", "",
            safe_fill_table(doc, d["name"]), ""]
@@ -376,8 +423,11 @@ def plot(doc, outdir):
                 if not pts:
                     continue
                 xs = [100 * x[0] for x in pts]
-                ax.plot(xs, [x[1] for x in pts], marker="o", ms=3, label=p, color=COLOURS.get(p))
-                ax.fill_between(xs, [x[2] for x in pts], [x[3] for x in pts], alpha=0.15, color=COLOURS.get(p))
+                # A log's idle variant in its colour, dashed.
+                colour = COLOURS.get(p.removesuffix("-idle"))
+                ax.plot(xs, [x[1] for x in pts], marker="o", ms=3, label=p, color=colour,
+                        linestyle="--" if p.endswith("-idle") else "-")
+                ax.fill_between(xs, [x[2] for x in pts], [x[3] for x in pts], alpha=0.15, color=colour)
             ax.set_title(f"reserve {reserve}")
             ax.set_xlabel("fill: peak live / usable capacity (%)")
             ax.grid(alpha=0.3)

@@ -571,7 +571,8 @@ class RunTest(unittest.TestCase):
             self.assertIn("![zns-zone-size.png](zns-zone-size.png)", md)
             self.assertIn("## Over time, on 64MiB zones", md)
             self.assertIn("| metric | 16MiB shared-log | 16MiB zone-aware | 16MiB multi-log | 16MiB zone-tail | "
-                          "16MiB zone-pack | 16MiB hint-log | 16MiB oracle | 32MiB shared-log |", md)
+                          "16MiB zone-pack | 16MiB hint-log | 16MiB oracle | 16MiB shared-log-idle | 16MiB multi-log-idle | "
+                          "16MiB hint-log-idle | 16MiB oracle-idle | 32MiB shared-log |", md)
             for png in ("zns-zone-size.png", "zns-utilisation.png", "zns-relocation.png", "zns-occupancy.png"):
                 self.assertGreater(os.path.getsize(os.path.join(out, png)), 1000)
 

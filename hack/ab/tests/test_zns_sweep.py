@@ -220,6 +220,24 @@ class ChoiceAndVerdictTest(unittest.TestCase):
             with self.assertRaises(ImportError):
                 zns_sweep_report.plot(doc, d)
 
+    def test_failure_table_counts_causes_and_traces(self):
+        def e(policy, seed, fill, reasons):
+            fs = [{"time_s": 1.0, "container": "c", "checkpoint": "cp", "bytes": 1, "reason": r,
+                   "dead_bytes": 16 * MiB * (i + 1), "empty_zones": 0} for i, r in enumerate(reasons)]
+            return {"scenario": "sweep", "half": "report", "device": "main", "policy": policy, "seed": seed,
+                    "reserve": 1, "fill": fill, "metrics": {"failed": len(fs)}, "failures": fs}
+        doc = {"sweep": {"policies": ["shared-log", "zone-pack"], "reserves": [1], "fills": [0.9, 0.95],
+                         "device": {"zone_capacity": 32 * MiB}},
+               "results": [e("zone-pack", 11, 0.95, ["device full: 3MiB, 0 empty zones", "device full: 8.5MiB, 1 empty zones"]),
+                           e("zone-pack", 12, 0.95, []), e("shared-log", 11, 0.95, []), e("shared-log", 12, 0.95, []),
+                           e("zone-pack", 11, 0.9, ["device full: 1MiB, 0 empty zones"])]}
+        table = zns_sweep_report.failure_table(doc)
+        rows = [x for x in table.splitlines() if x.startswith("| 1 |")]
+        self.assertEqual(rows, ["| 1 | 95% | zone-pack | 2 (1 of 2) | device full: N, N empty zones: 2 | 0.8 [1.0] |"])
+        for x in doc["results"]:
+            del x["failures"]
+        self.assertEqual(zns_sweep_report.failure_table(doc), "")  # a sweep from before failures were kept
+
     def test_mean_ci(self):
         m, lo, hi = zns_sweep_report.mean_ci([1.0, 2.0, 3.0, 4.0])
         self.assertEqual(m, 2.5)
@@ -244,6 +262,10 @@ class RunTest(unittest.TestCase):
             self.assertEqual(len(sweep), 2 * 4 * 5 + 2 * 4 * 3)
             self.assertEqual(set(doc["chosen_cleaners"]), {"shared-log", "oracle"})
             for e in sweep:
+                self.assertEqual(len(e["failures"]), e["metrics"]["failed"])  # each failed create, with why
+                for x in e["failures"]:
+                    self.assertTrue(x["reason"].startswith("device full"), x)
+                    self.assertGreaterEqual(x["dead_bytes"], 0)
                 peak = doc["traces"][str(e["seed"])]["peak_live_bytes"]
                 usable = (e["zones"] - e["reserve"]) * 8 * MiB
                 self.assertLessEqual(peak / usable, e["fill"] + 1e-9)  # the device holds the fill

@@ -14,34 +14,55 @@ import (
 // part, its tail at a head shared by its container's checkpoints).
 
 // sharedLog is one append log for everything, zones filled in order, all
-// containers' chunks interleaved. A delete only makes bytes dead. The logs
-// clean as zone-pack may (reserve.go, cleaner.go): when a create would not
-// fit in the empty zones outside the reserve and the room of the heads, the
-// collector relocates the live data of victims (any zone that holds data,
-// partly written ones too, picked by the cleaner's rule) at its own head
-// and resets them, before the create is written; and when a head fills
-// with no more than the reserve of empty zones left, it does so again.
-// Host writes never take the reserve, and images that would not fit beside
-// the live data outside it fail up front.
+// containers' chunks interleaved. The logs keep the rules zone-pack keeps
+// (reserve.go, cleaner.go):
+//
+//   - a zone is reset as soon as nothing in it is live: by the delete (or
+//     the failed create) that made its last bytes dead, not later on a
+//     create's path;
+//   - the reserve is the admission bound alone (reserve.go): images that
+//     would not fit beside the live data outside it fail up front, and
+//     every zone may be written, as zone-pack's may;
+//   - the collector keeps one zone empty to relocate into while it can
+//     (spareZones, the same at every reserve), and host writes take that
+//     one too when it cannot free another;
+//   - when a create would not fit in the empty zones but the spare one and
+//     the room of the heads it can use, the collector relocates the live
+//     data of victims (any zone that holds data, partly written ones too,
+//     picked by the cleaner's rule) at its own head and resets them, before
+//     the create is written; and when a head fills with no more than the
+//     spare zone empty, it does so again.
+//
+// A log's idle variant (idle) also cleans after every delete, off any
+// create's path (cleanIdle).
 type sharedLog struct {
 	*base
-	gcReserve int
-	cleaner   string
-	head      int // -1: none
+	reserve int // the admission bound's zones
+	cleaner string
+	head    int // -1: none
 	// The multi-head logs: heads by key ("gc" is the collector's), the
-	// head slot each deal key (a container, a lifetime class) is dealt.
-	mode   string // "shared", "multi" (by container), "hint" (by lifetime class), "oracle" (by death)
+	// head slot each deal key (a container) is dealt.
+	mode   string // "shared", "multi" (by container), "hint" (ZenFS's allocator), "oracle" (by death)
 	nheads int
 	heads  map[string]int
 	dealt  map[string]int
 	// oracle: the death time each key stands for
 	keyDeath map[string]float64
+	// hint: the lifetime class of each host head, and the zone each image
+	// being written appends at
+	life map[int]lifeClass
+	cur  map[*image]int
 	// the zone being relocated (-1: none), still active until its reset
 	draining int
+	// idle: clean after deletes until the empty zones hold the largest
+	// group of creates taken together so far (idleGoal)
+	idle                 bool
+	groupAt              float64
+	groupBytes, idleGoal int64
 }
 
 func newSharedLog(g geometry, pp params) *sharedLog {
-	return &sharedLog{base: newBase(g), gcReserve: pp.GCReserve, cleaner: pp.Cleaner, head: -1, mode: "shared", draining: -1}
+	return &sharedLog{base: newBase(g), reserve: pp.GCReserve, cleaner: pp.Cleaner, head: -1, mode: "shared", draining: -1, groupAt: -1}
 }
 
 // newMultiLog is the shared log with several heads: each container's images
@@ -50,19 +71,23 @@ func newSharedLog(g geometry, pp params) *sharedLog {
 // two of them), and the collector appends what it relocates at a head of
 // its own, as ZenFS separates data by lifetime into open zones. Every head
 // holds one open zone, so heads + 1 is at most the device's open (and
-// active) limit; heads 0 takes the most the limit allows.
+// active) limit; heads 0 takes the most the limit allows. When an image's
+// head is full and no empty zone is left, it goes on at the host head with
+// the most room, as zone-pack puts a tail in any head that has room.
 func newMultiLog(g geometry, pp params) *sharedLog {
 	return newHeadedLog(g, pp, "multi")
 }
 
-// newHintLog is the multi-head log with a head per lifetime class instead of
-// per container, as ZenFS places a file by its write-lifetime hint: an
-// image goes to the head of the class of the lifetime its create declares
-// (the trace's hint_s; classes a factor of two apart, one class for no
-// hint), classes dealt to heads in the order they first write; the
-// collector has a head of its own.
+// newHintLog is ZenFS's allocator (zbd.cc, AllocateIOZone with
+// GetBestOpenZoneMatch and GetLifeTimeDiff) over the trace's declared
+// lifetimes (hint_s, in classes a factor of two apart, one class for no
+// hint): an image appends at one zone until it is full, then takes another
+// (allocate); the collector has a head of its own.
 func newHintLog(g geometry, pp params) *sharedLog {
-	return newHeadedLog(g, pp, "hint")
+	l := newHeadedLog(g, pp, "hint")
+	l.life = map[int]lifeClass{}
+	l.cur = map[*image]int{}
+	return l
 }
 
 // newOracle is the offline placement: it knows when every image will be
@@ -88,6 +113,12 @@ func newHeadedLog(g geometry, pp params, mode string) *sharedLog {
 	}
 	l.heads = map[string]int{}
 	l.dealt = map[string]int{}
+	return l
+}
+
+// idleLog is log's variant that cleans while the device is idle.
+func idleLog(l *sharedLog) *sharedLog {
+	l.idle = true
 	return l
 }
 
@@ -118,9 +149,14 @@ func (l *sharedLog) ready(im *image) bool { return true }
 func (l *sharedLog) admitOnStart() bool   { return false }
 
 func (l *sharedLog) admit(im *image) (string, error) {
-	if why := overReserve(l.base, im, l.gcReserve); why != "" {
+	if why := overReserve(l.base, im, l.reserve); why != "" {
 		return why, nil
 	}
+	if l.groupAt != l.now {
+		l.groupAt, l.groupBytes = l.now, 0
+	}
+	l.groupBytes += im.padded
+	l.idleGoal = max(l.idleGoal, l.groupBytes)
 	// Relocation on demand: make room for the creates taken so far and
 	// this one before any of them is written.
 	need := im.padded
@@ -139,10 +175,17 @@ func (l *sharedLog) admit(im *image) (string, error) {
 	return "", nil
 }
 
+// spareZones is how many empty zones a log's collector keeps to relocate
+// into while it can: one, so that a victim's live data always has a place
+// (gcRoom), whatever the reserve.
+const spareZones = 1
+
 // room is what host writes may take without the collector: the empty zones
-// outside the reserve and what the host heads have left.
+// but the collector's spare and what the heads host writes can use have left
+// (every host head in the multi-head logs, which go on in any head when
+// theirs is full and no empty zone is left; never the collector's own).
 func (l *sharedLog) room() int64 {
-	r := int64(max(0, l.dev.countEmpty()-l.gcReserve)) * l.g.ZoneCapacity
+	r := l.spareRoom()
 	for _, z := range l.hostHeads() {
 		r += l.g.ZoneCapacity - l.dev.wp[z]
 	}
@@ -171,16 +214,96 @@ func (l *sharedLog) put(im *image, n int64) (int64, error) {
 	return n, l.appendLog(im, n, false)
 }
 
-func (l *sharedLog) complete(im *image) error { return nil }
-func (l *sharedLog) deleted(im *image) error  { return nil }
-func (l *sharedLog) drop(im *image) error {
-	l.dropExtents(im)
+func (l *sharedLog) complete(im *image) error {
+	if l.cur != nil {
+		delete(l.cur, im)
+	}
 	return nil
 }
 
+// drop makes im's bytes dead and resets every zone of them in which
+// nothing is left live (a head too: it starts again in an empty zone).
+func (l *sharedLog) drop(im *image) error {
+	var zones []int
+	for _, x := range im.extents {
+		if !slices.Contains(zones, x.zone) {
+			zones = append(zones, x.zone)
+		}
+	}
+	l.dropExtents(im)
+	if l.cur != nil {
+		delete(l.cur, im)
+	}
+	slices.Sort(zones)
+	for _, z := range zones {
+		if l.live[z] != 0 || l.dev.empty(z) || z == l.draining {
+			continue
+		}
+		l.forget(z)
+		if err := l.reset(z); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forget takes zone z out of the heads: nothing more is appended at it.
+func (l *sharedLog) forget(z int) {
+	if l.mode == "shared" {
+		if l.head == z {
+			l.head = -1
+		}
+		return
+	}
+	for k, v := range l.heads {
+		if v == z {
+			delete(l.heads, k)
+			if l.keyDeath != nil {
+				delete(l.keyDeath, k)
+			}
+		}
+	}
+	if l.life != nil {
+		delete(l.life, z)
+	}
+}
+
+// deleted cleans, in the idle variant, while the device has nothing else
+// to do (cleanIdle).
+func (l *sharedLog) deleted(im *image) error {
+	if !l.idle {
+		return nil
+	}
+	return l.cleanIdle()
+}
+
+// cleanIdle relocates, after a delete and so off any create's path, the
+// live data of the victims the cleaner's rule picks (as the collector on
+// demand would), until the empty zones but the spare one hold the largest
+// group of creates taken together so far: the heads' room is not counted,
+// since a head that fills takes an empty zone before it goes on in
+// another's. What it leaves undone the collector does on demand.
+func (l *sharedLog) cleanIdle() error {
+	for tries := 0; l.spareRoom() < l.idleGoal && tries < l.g.Zones; tries++ {
+		v := l.victim()
+		if v < 0 {
+			return nil
+		}
+		if err := l.relocate(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// spareRoom is the capacity of the empty zones but the collector's spare.
+func (l *sharedLog) spareRoom() int64 {
+	return int64(max(0, l.dev.countEmpty()-spareZones)) * l.g.ZoneCapacity
+}
+
 // headKey is the head im's bytes go to: the log's one head, or in a
-// multi-head log its container's, its lifetime class's or the collector's,
-// or in the oracle its death time's.
+// multi-head log its container's or the collector's, or in the oracle its
+// death time's.
 func (l *sharedLog) headKey(im *image, gc bool) string {
 	switch l.mode {
 	case "shared":
@@ -191,25 +314,132 @@ func (l *sharedLog) headKey(im *image, gc bool) string {
 	if gc {
 		return "gc"
 	}
-	deal := im.container
-	if l.mode == "hint" {
-		deal = hintClass(im.hint)
-	}
-	h, ok := l.dealt[deal]
+	h, ok := l.dealt[im.container]
 	if !ok {
 		h = len(l.dealt) % l.nheads
-		l.dealt[deal] = h
+		l.dealt[im.container] = h
 	}
 	return fmt.Sprint(h)
 }
 
-// hintClass is the lifetime class of a declared lifetime: lifetimes from
-// 2^k to 2^(k+1) seconds share one.
-func hintClass(h float64) string {
+// lifeClass is the class of a declared lifetime: lifetimes from 2^k to
+// 2^(k+1) seconds share one; no hint is a class of its own (set false).
+type lifeClass struct {
+	set bool
+	k   int
+}
+
+func lifeClassOf(h float64) lifeClass {
 	if h <= 0 {
-		return "none"
+		return lifeClass{}
 	}
-	return fmt.Sprint(int(math.Floor(math.Log2(h))))
+	return lifeClass{true, int(math.Floor(math.Log2(h)))}
+}
+
+// ZenFS's lifetime differences (GetLifeTimeDiff).
+const (
+	lifeCouldBeWorse = 50
+	lifeNotGood      = 100
+)
+
+// lifeDiff is how well a zone of lifetime class zone suits a file of class
+// file, as ZenFS's GetLifeTimeDiff rates it: a zone whose data lives
+// longer by d classes d, one of the same class lifeCouldBeWorse (ZenFS
+// opens a new zone rather, while it may), one whose data dies sooner
+// lifeNotGood; without a hint only a zone without one suits (0).
+func lifeDiff(zone, file lifeClass) int {
+	switch {
+	case !file.set:
+		if !zone.set {
+			return 0
+		}
+		return lifeNotGood
+	case !zone.set:
+		return lifeNotGood
+	case zone.k > file.k:
+		return zone.k - file.k
+	case zone.k == file.k:
+		return lifeCouldBeWorse
+	}
+	return lifeNotGood
+}
+
+// hintZone is the zone im's next bytes go to in the hint log: the zone it
+// is appending at while that is a head with room, else allocate's.
+func (l *sharedLog) hintZone(im *image) (int, error) {
+	if z, ok := l.cur[im]; ok && !l.dev.full(z) && l.heads[zoneKey(z)] == z {
+		return z, nil
+	}
+	delete(l.cur, im)
+	z, err := l.allocate(im)
+	if err != nil {
+		return -1, err
+	}
+	l.cur[im] = z
+	return z, nil
+}
+
+func zoneKey(z int) string { return "z" + strconv.Itoa(z) }
+
+// allocate is ZenFS's AllocateIOZone for im: the open host head whose
+// lifetime class suits it best if one lives longer than it; else a new
+// zone of its class while fewer than nheads heads are open; else a head
+// of its own class; else it finishes the head with the least room left
+// (FinishCheapestIOZone) to open a new one. With no empty zone left (and
+// none the collector frees) it goes on at the head that suits it best
+// whatever its class, where ZenFS would fail the write.
+func (l *sharedLog) allocate(im *image) (int, error) {
+	file := lifeClassOf(im.hint)
+	best, diff := -1, lifeNotGood
+	for _, z := range l.hostHeads() {
+		if d := lifeDiff(l.life[z], file); d < diff {
+			best, diff = z, d
+		}
+	}
+	if diff < lifeCouldBeWorse {
+		return best, nil
+	}
+	if len(l.hostHeads()) >= l.nheads && diff == lifeCouldBeWorse {
+		return best, nil
+	}
+	if err := l.collect(); err != nil { // which may itself take zones
+		return -1, err
+	}
+	if l.dev.countEmpty() == 0 {
+		if _, z := l.anyHead(im); z >= 0 {
+			return z, nil
+		}
+		return l.takeZone(false)
+	}
+	for len(l.hostHeads()) >= l.nheads {
+		if err := l.finishCheapest(); err != nil {
+			return -1, err
+		}
+	}
+	z, err := l.takeZone(false)
+	if err != nil {
+		return -1, err
+	}
+	l.heads[zoneKey(z)] = z
+	l.life[z] = file
+	return z, nil
+}
+
+// finishCheapest finishes the host head with the least room left (the
+// lower zone on a tie), as ZenFS's FinishCheapestIOZone frees an active
+// zone for a new one.
+func (l *sharedLog) finishCheapest() error {
+	v := -1
+	for _, z := range l.hostHeads() {
+		if v < 0 || l.dev.wp[z] > l.dev.wp[v] {
+			v = z
+		}
+	}
+	if v < 0 {
+		return nil
+	}
+	l.forget(v)
+	return l.dev.FinishZone(v)
 }
 
 // deathKey is the oracle's head for data that dies at d: the head of that
@@ -260,27 +490,32 @@ func (l *sharedLog) deathKey(d float64) string {
 	return best
 }
 
-// anyHead is the oracle's head with room whose data dies nearest im's,
-// for when no empty zone is left for a head of im's own death time; -1 if
-// none has room.
+// anyHead is the host head with room that im goes on at when no empty
+// zone is left for a head of its own (-1 if none has room): in the oracle
+// the one whose data dies nearest im's, in the hint log the one whose
+// lifetime class suits im best, in the multi-head log the one with the
+// most room; the lower zone on a tie.
 func (l *sharedLog) anyHead(im *image) (string, int) {
-	var ks []string
+	best, bz := "", -1
+	var bd float64
 	for k, z := range l.heads {
-		if z != l.draining && !l.dev.full(z) {
-			ks = append(ks, k)
+		if k == "gc" || z == l.draining || l.dev.full(z) {
+			continue
+		}
+		var d float64
+		switch l.mode {
+		case "oracle":
+			d = deathDistance(l.keyDeath[k], im.death)
+		case "hint":
+			d = float64(lifeDiff(l.life[z], lifeClassOf(im.hint)))
+		default:
+			d = float64(l.dev.wp[z])
+		}
+		if bz < 0 || d < bd || (d == bd && z < bz) {
+			best, bz, bd = k, z, d
 		}
 	}
-	slices.Sort(ks)
-	best, bd := "", math.Inf(1)
-	for _, k := range ks {
-		if dd := deathDistance(l.keyDeath[k], im.death); best == "" || dd < bd {
-			best, bd = k, dd
-		}
-	}
-	if best == "" {
-		return "", -1
-	}
-	return best, l.heads[best]
+	return best, bz
 }
 
 func sortedKeys(ks []string) []string {
@@ -330,28 +565,9 @@ func (l *sharedLog) setHead(key string, z int) {
 
 func (l *sharedLog) appendLog(im *image, n int64, gc bool) error {
 	for n > 0 {
-		key := l.headKey(im, gc)
-		z := l.headOf(key)
-		if z < 0 || l.dev.full(z) {
-			if !gc {
-				if err := l.collect(); err != nil { // which may itself take zones
-					return err
-				}
-				key = l.headKey(im, gc)
-			}
-			z = l.headOf(key)
-			if z < 0 || l.dev.full(z) {
-				var err error
-				if z, err = l.takeZone(gc); err != nil {
-					// The oracle, short of empty zones, goes on in the head
-					// whose data dies nearest rather than fail.
-					if key, z = l.anyHead(im); z < 0 || l.mode != "oracle" {
-						return err
-					}
-				} else {
-					l.setHead(key, z)
-				}
-			}
+		z, err := l.zoneFor(im, gc)
+		if err != nil {
+			return err
 		}
 		k := min(n, l.g.ZoneCapacity-l.dev.wp[z])
 		if err := l.write(im, z, k, gc); err != nil {
@@ -362,22 +578,55 @@ func (l *sharedLog) appendLog(im *image, n int64, gc bool) error {
 	return nil
 }
 
-func (l *sharedLog) takeZone(gc bool) (int, error) {
-	empty := l.dev.countEmpty()
-	if !gc && empty <= l.gcReserve {
-		if l.gcReserve == 0 {
-			return -1, reasonError("device full: no empty zone, and no zone the collector could free")
-		}
-		return -1, reasonError(fmt.Sprintf("device full: no empty zone outside the GC reserve of %d", l.gcReserve))
+// zoneFor is the zone the next bytes of im go to: its head while that has
+// room; else, after the collector's turn, a new head in an empty zone; else
+// (a multi-head log's host writes, and all of the oracle's) another head
+// with room.
+func (l *sharedLog) zoneFor(im *image, gc bool) (int, error) {
+	if l.mode == "hint" && !gc {
+		return l.hintZone(im)
 	}
-	if empty == 0 {
-		return -1, reasonError("device full: the collector found no empty zone")
+	key := l.headKey(im, gc)
+	if z := l.headOf(key); z >= 0 && !l.dev.full(z) {
+		return z, nil
+	}
+	if !gc {
+		if err := l.collect(); err != nil { // which may itself take zones
+			return -1, err
+		}
+		key = l.headKey(im, gc)
+		if z := l.headOf(key); z >= 0 && !l.dev.full(z) {
+			return z, nil
+		}
+	}
+	z, err := l.takeZone(gc)
+	if err == nil {
+		l.setHead(key, z)
+		return z, nil
+	}
+	if (!gc && l.mode != "shared") || l.mode == "oracle" { // the oracle's collector too
+		if _, z := l.anyHead(im); z >= 0 {
+			return z, nil
+		}
+	}
+	return -1, err
+}
+
+// takeZone is an empty zone for a new head. Host writes take the
+// collector's spare one too: the collector had its turn (collect) and
+// could not free another.
+func (l *sharedLog) takeZone(gc bool) (int, error) {
+	if l.dev.countEmpty() == 0 {
+		if gc {
+			return -1, reasonError("device full: the collector found no empty zone")
+		}
+		return -1, reasonError("device full: no empty zone, and no zone the collector could free")
 	}
 	return l.dev.firstEmpty(), nil
 }
 
 func (l *sharedLog) collect() error {
-	for tries := 0; l.dev.countEmpty() <= l.gcReserve && tries < l.g.Zones; tries++ {
+	for tries := 0; l.dev.countEmpty() <= spareZones && tries < l.g.Zones; tries++ {
 		v := l.victim()
 		if v < 0 {
 			return nil
@@ -442,17 +691,7 @@ func (l *sharedLog) relocate(v int) error {
 	defer l.dev.clk.relocating(false)
 	// No head stays on the zone being emptied: what is relocated and what
 	// comes after goes elsewhere.
-	if l.mode == "shared" {
-		if l.head == v {
-			l.head = -1
-		}
-	} else {
-		for k, z := range l.heads {
-			if z == v {
-				delete(l.heads, k)
-			}
-		}
-	}
+	l.forget(v)
 	l.draining = v
 	defer func() { l.draining = -1 }()
 	for _, x := range l.heldInOrder(v) {

@@ -26,8 +26,10 @@ import (
 	"strings"
 )
 
-// policies, in the order the harness lists them.
-var policies = []string{"shared-log", "zone-aware", "multi-log", "zone-tail", "zone-pack", "hint-log", "oracle"}
+// policies, in the order the harness lists them. A log's "-idle" variant
+// also cleans while the device is idle (sharedLog.cleanIdle).
+var policies = []string{"shared-log", "zone-aware", "multi-log", "zone-tail", "zone-pack", "hint-log", "oracle",
+	"shared-log-idle", "multi-log-idle", "hint-log-idle", "oracle-idle"}
 
 func newPlacement(policy string, g geometry, pp params) (placement, error) {
 	switch policy {
@@ -45,6 +47,14 @@ func newPlacement(policy string, g geometry, pp params) (placement, error) {
 		return newZoneTail(g), nil
 	case "zone-pack":
 		return newZonePack(g, pp)
+	case "shared-log-idle":
+		return idleLog(newSharedLog(g, pp)), nil
+	case "multi-log-idle":
+		return idleLog(newMultiLog(g, pp)), nil
+	case "hint-log-idle":
+		return idleLog(newHintLog(g, pp)), nil
+	case "oracle-idle":
+		return idleLog(newOracle(g, pp)), nil
 	}
 	return nil, fmt.Errorf("unknown policy %q (want one of %s)", policy, strings.Join(policies, ", "))
 }
@@ -134,7 +144,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&g.MaxActive, "max-active", g.MaxActive, "active zones at once (0: no limit)")
 	fs.Var(sizeFlag{&g.Block}, "block", "logical block size")
 	fs.Var(sizeFlag{&pp.Chunk}, "chunk", "interleaving unit of concurrent images")
-	fs.IntVar(&pp.GCReserve, "gc-reserve", pp.GCReserve, "zones no host data may take (0 to zones-1): the logs keep them empty for their collector")
+	fs.IntVar(&pp.GCReserve, "gc-reserve", pp.GCReserve, "the reserve (0 to zones-1): live data never exceeds the capacity of all zones but these, under every policy that relocates")
 	fs.StringVar(&pp.Cleaner, "cleaner", pp.Cleaner, "the logs' victim rule: "+strings.Join(cleaners, " or "))
 	fs.IntVar(&pp.Heads, "heads", 0, "the multi-head log's host heads (0: the open limit less one)")
 	fs.Var(rateFlag{&pp.Costs.WriteBW}, "write-bw", "time model: the device's append bandwidth, all zones together, per second (0: no time model)")

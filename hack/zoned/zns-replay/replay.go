@@ -70,7 +70,7 @@ func (g geometry) problems() []string {
 // params are the placements' parameters.
 type params struct {
 	Chunk     int64  `json:"chunk"`      // concurrent images are interleaved in chunks of this
-	GCReserve int    `json:"gc_reserve"` // zones' capacity no host data may take (reserve.go)
+	GCReserve int    `json:"gc_reserve"` // the reserve: zones' capacity live data may not take (reserve.go)
 	Heads     int    `json:"heads"`      // the multi-head logs' host heads; 0: the open limit less one
 	Cleaner   string `json:"cleaner"`    // the logs' victim rule: greedy or cost-benefit
 	Costs     costs  `json:"costs"`      // the device's time model (timing.go)
@@ -126,12 +126,17 @@ type extent struct {
 	im          *image
 }
 
+// failure is a create that failed: why, and what the device held then
+// (the written bytes no longer live, which relocation could have freed,
+// and the empty zones), so that a failure can be told from a full device.
 type failure struct {
 	TimeS      float64 `json:"time_s"`
 	Container  string  `json:"container"`
 	Checkpoint string  `json:"checkpoint"`
 	Bytes      int64   `json:"bytes"`
 	Reason     string  `json:"reason"`
+	DeadBytes  int64   `json:"dead_bytes"`
+	EmptyZones int     `json:"empty_zones"`
 }
 
 // errNoSpace fails an image's write: it found no zone to go to.
@@ -259,7 +264,11 @@ func (b *base) reset(zone int) error {
 }
 
 func (b *base) fail(im *image, why string) {
-	b.failures = append(b.failures, failure{b.now, im.container, im.checkpoint, im.bytes, why})
+	var dead int64
+	for z := range b.g.Zones {
+		dead += b.dev.wp[z] - b.live[z]
+	}
+	b.failures = append(b.failures, failure{b.now, im.container, im.checkpoint, im.bytes, why, dead, b.dev.countEmpty()})
 }
 
 func (b *base) removeInFlight(im *image) {

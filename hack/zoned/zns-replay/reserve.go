@@ -5,9 +5,10 @@ import "fmt"
 // overReserve says why im may not be written (""; it may) under a reserve
 // of r zones, a rule every policy that relocates keeps alike (the logs and
 // zone-pack): live host data, with the creates being written and im, never
-// exceeds the capacity of all zones but r. The logs also keep r zones
-// empty for their collector (takeZone); zone-pack's placement keeps its own
-// account of empty zones, so for it the reserve is this bound alone.
+// exceeds the capacity of all zones but r. It is the reserve's one meaning
+// for every policy: zone-pack's placement keeps its own account of empty
+// zones and may write in any of them, and so may the logs, whose collector
+// keeps one zone empty while it can at every reserve (spareZones).
 func overReserve(b *base, im *image, r int) string {
 	usable := int64(b.g.Zones-r) * b.g.ZoneCapacity
 	need := im.padded
