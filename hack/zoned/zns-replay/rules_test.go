@@ -276,6 +276,21 @@ func peakLive(events []event, g geometry) int64 {
 	return peak
 }
 
+// keptAndDeleted is rounds of a half-zone checkpoint each of containers a
+// and b, 10 s apart, b's kept and a's deleted a round later: every zone
+// they share ends half dead.
+func keptAndDeleted(rounds int) []event {
+	var es []event
+	for r := range rounds {
+		cp := fmt.Sprint("cp", r)
+		es = append(es, ev(float64(10*r), "create", "a", cp, MiB/2), ev(float64(10*r), "create", "b", cp, MiB/2))
+		if r > 0 {
+			es = append(es, ev(float64(10*r), "delete", "a", fmt.Sprint("cp", r-1), 0))
+		}
+	}
+	return es
+}
+
 // The reserve is the admission bound alone, for the logs as for zone-pack:
 // a log may write every zone (its collector keeps one empty while it can,
 // at every reserve), so that on devices with the same zones outside the
@@ -283,15 +298,7 @@ func peakLive(events []event, g geometry) int64 {
 // of 1 and it relocates less or fails less; and when the collector frees
 // nothing, host writes take its spare zone.
 func TestReserveIsTheAdmissionBoundAlone(t *testing.T) {
-	// a and b together, then b kept and a deleted a round later.
-	var es []event
-	for r := range 4 {
-		cp := fmt.Sprint("cp", r)
-		es = append(es, ev(float64(10*r), "create", "a", cp, MiB/2), ev(float64(10*r), "create", "b", cp, MiB/2))
-		if r > 0 {
-			es = append(es, ev(float64(10*r), "delete", "a", fmt.Sprint("cp", r-1), 0))
-		}
-	}
+	es := keptAndDeleted(4)
 	pp := params{Chunk: 256 * KiB, Cleaner: "greedy"}
 	relocated := func(policy string, reserve int) int64 {
 		pp.GCReserve = reserve
@@ -334,14 +341,7 @@ func TestReserveIsTheAdmissionBoundAlone(t *testing.T) {
 // (and cleans after round 3's too, for a round that never comes), and no
 // create stalls.
 func TestIdleLogsCleanOffTheCreatePath(t *testing.T) {
-	var es []event
-	for r := range 4 {
-		cp := fmt.Sprint("cp", r)
-		es = append(es, ev(float64(10*r), "create", "a", cp, MiB/2), ev(float64(10*r), "create", "b", cp, MiB/2))
-		if r > 0 {
-			es = append(es, ev(float64(10*r), "delete", "a", fmt.Sprint("cp", r-1), 0))
-		}
-	}
+	es := keptAndDeleted(4)
 	g := geo(MiB, 4, 2, 2)
 	pp := timed(costs{WriteBW: zoneBW, ResetS: 0.001})
 	pp.Chunk = 256 * KiB
