@@ -255,6 +255,15 @@ def min_capacity_table(doc):
     return _reserve_table(sw["policies"], sw["reserves"], cell)
 
 
+def table_section(title, text, table):
+    """A report section of a table that a sweep may not have (no time model,
+    no failed create): its heading, what it holds, the table; nothing
+    without the table."""
+    if not table:
+        return []
+    return [f"## {title}", "", text, "", table]
+
+
 def write(outdir, doc):
     sw = doc["sweep"]
     plots = plot(doc, outdir)
@@ -287,12 +296,11 @@ def write(outdir, doc):
         ""]
     for p in plots:
         md += [f"![{p}]({p})", ""]
-    lt = latency_table(doc)
-    if lt:
-        md += ["## Create latency and relocation stalls", "",
-               "A create's latency runs from its arrival in the trace to its last byte on the device, relocation "
-               "on its path (its stall) and waiting for the device or a stream slot included (the time model: "
-               "docs/patches.md). Failed creates have none.", "", lt]
+    md += table_section(
+        "Create latency and relocation stalls",
+        "A create's latency runs from its arrival in the trace to its last byte on the device, relocation "
+        "on its path (its stall) and waiting for the device or a stream slot included (the time model: "
+        "docs/patches.md). Failed creates have none.", latency_table(doc))
     md += ["## zone-pack against each policy", "",
            "Paired by seed over the report seeds: the mean difference, zone-pack's minus the other's (negative: "
            "zone-pack lower), [95% bootstrap interval]. zone-pack wins or loses on failed creates where their "
@@ -300,12 +308,11 @@ def write(outdir, doc):
            "creates goes the other way); else a tie. No correction for the number of comparisons.", "",
            "The latency verdict compares the 99th percentile of create latency the same way, on its own.", ""]
     md += verdict_lines(vs, sw["policies"])
-    ft = failure_table(doc)
-    if ft:
-        md += ["## Why creates failed", "",
-               "Every failed create of the report seeds from 95% fill, by its reason with the numbers left out "
-               "(results.json keeps each one with its numbers, its time and the device's dead bytes and empty "
-               "zones then).", "", ft]
+    md += table_section(
+        "Why creates failed",
+        "Every failed create of the report seeds from 95% fill, by its reason with the numbers left out "
+        "(results.json keeps each one with its numbers, its time and the device's dead bytes and empty "
+        "zones then).", failure_table(doc))
     md += ["## The smallest device each policy needs", "",
            "From the sweep itself: the device's capacity (every zone, the reserve's too) over the trace's peak "
            "live data at the largest swept fill at which the policy fails no create (nor at a smaller one), "
