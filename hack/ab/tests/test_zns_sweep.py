@@ -301,7 +301,7 @@ class RunTest(unittest.TestCase):
     def test_timed_sweep_with_a_device_of_its_own(self):
         doc, md, png = self.run_sweep(TIMED, 2)
         main = [e for e in doc["results"] if e["device"] == "main" and e["half"] == "report" and e["scenario"] == "sweep"]
-        big = [e for e in doc["results"] if e["device"] == "big"]
+        big = [e for e in doc["results"] if e["device"] == "big" and e["scenario"] == "sweep"]
         self.assertEqual(len(main), 2 * 4 * 3)
         self.assertEqual(len(big), 2 * 1 * 1 * 3)  # seeds 3 and 4, one reserve, one fill, 3 policies
         self.assertEqual({e["seed"] for e in big}, {3, 4})  # report seeds only
