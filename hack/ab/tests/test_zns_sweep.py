@@ -245,6 +245,51 @@ class ChoiceAndVerdictTest(unittest.TestCase):
         self.assertEqual(zns_sweep_report.mean_ci([]), (None, None, None))
 
 
+class BisectionTest(unittest.TestCase):
+    """smallest_passing on synthetic devices whose answer is known."""
+
+    def test_monotone_answer_and_no_break(self):
+        asked = []
+
+        def fails(z):  # fails below 37 zones, stores everything from 37
+            asked.append(z)
+            return z < 37
+        z, got, broken = zns_sweep.smallest_passing(fails, 20, [30, 34, 40, 60])
+        self.assertEqual(z, 37)
+        self.assertEqual(broken, [])
+        self.assertNotIn(20, asked)  # the floor is known to fail, never asked
+        self.assertEqual(len(asked), len(set(asked)))  # nothing asked twice
+        self.assertTrue(got[36] and not got[37])  # the answer's neighbours both asked
+        for d in zns_sweep.CHECK_ABOVE:
+            self.assertFalse(got[37 + d])
+        for d in zns_sweep.CHECK_BELOW:
+            self.assertTrue(got[37 - d])
+
+    def test_first_ladder_step_passes(self):
+        z, got, broken = zns_sweep.smallest_passing(lambda z: z < 21, 20, [40, 60])
+        self.assertEqual((z, broken), (21, []))
+
+    def test_nothing_passes(self):
+        z, got, broken = zns_sweep.smallest_passing(lambda z: True, 20, [30, 40])
+        self.assertEqual((z, broken), (None, []))
+        self.assertEqual(sorted(got), [30, 40])
+
+    def test_a_larger_device_that_fails_is_kept(self):
+        # Passes from 37, except that 38 fails again: the bisection finds 37,
+        # the check above it finds 38.
+        z, got, broken = zns_sweep.smallest_passing(lambda z: z < 37 or z == 38, 20, [30, 40])
+        self.assertEqual((z, broken), (37, [38]))
+        # A smaller device that passes, 35: the bisection lands on it, and the
+        # check finds 36 failing above it.
+        z, got, broken = zns_sweep.smallest_passing(lambda z: z < 37 and z != 35, 20, [30, 40])
+        self.assertEqual((z, broken), (35, [36]))
+        # The checks are local: a device that passes alone at 33, below
+        # every device asked around the answer, is not seen.
+        z, got, broken = zns_sweep.smallest_passing(lambda z: z < 37 and z != 33, 20, [30, 40])
+        self.assertEqual((z, broken), (37, []))
+        self.assertNotIn(33, got)
+
+
 class RunTest(unittest.TestCase):
     def test_small_sweep_end_to_end(self):
         with tempfile.TemporaryDirectory() as d:
