@@ -238,6 +238,29 @@ class ChoiceAndVerdictTest(unittest.TestCase):
             del x["failures"]
         self.assertEqual(zns_sweep_report.failure_table(doc), "")  # a sweep from before failures were kept
 
+    def test_quantile_ci_and_wilson(self):
+        xs = list(range(100, 0, -1))  # 1..100, unsorted
+        self.assertEqual(zns_sweep_report.quantile_ci(xs, 0.5), (50, 40, 61))  # the tables' ranks for n = 100
+        self.assertEqual(zns_sweep_report.quantile_ci(xs, 0.9), (90, 84, 96))
+        x, lo, hi = zns_sweep_report.quantile_ci([1.0] * 8 + [float("inf")] * 2, 0.9)
+        self.assertEqual((x, lo), (float("inf"), 1.0))
+        self.assertIsNone(hi)  # beyond the sample: 10 values bound no interval of the p90 above
+        p, lo, hi = zns_sweep_report.wilson(0, 100)
+        self.assertEqual((p, lo), (0.0, 0.0))
+        self.assertAlmostEqual(hi, 0.037, places=3)
+        p, lo, hi = zns_sweep_report.wilson(10, 100)
+        self.assertAlmostEqual(lo, 0.0552, places=3)
+        self.assertAlmostEqual(hi, 0.1744, places=3)
+
+    def test_pareto_plot_without_matplotlib_is_an_error(self):
+        import sys
+        from unittest import mock
+        doc = {"results": [{"scenario": "min-capacity", "half": "report", "device": "main", "policy": "zone-pack",
+                            "reserve": 0, "seed": 3, "zones": 10, "metrics": {}}], "sweep": {"policies": ["zone-pack"]}}
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(sys.modules, {"matplotlib": None, "matplotlib.pyplot": None}):
+            with self.assertRaises(ImportError):
+                zns_sweep_report.pareto_plot(doc, d)
+
     def test_mean_ci(self):
         m, lo, hi = zns_sweep_report.mean_ci([1.0, 2.0, 3.0, 4.0])
         self.assertEqual(m, 2.5)
@@ -324,6 +347,15 @@ class RunTest(unittest.TestCase):
                 md = f.read()
             self.assertIn("## zone-pack against each policy", md)
             self.assertIn("## The smallest device each policy needs", md)
+            self.assertIn("## Equal capacity: the smallest device with no failed create", md)
+            self.assertIn("zone-pack against the shared log", md)
+            for e in mins:  # the smallest device stores everything, and the largest device asked below it does not
+                self.assertFalse(e["asked"][str(e["zones"])])
+                if e["zones_below"] is not None:
+                    self.assertTrue(e["asked"][str(e["zones_below"])])
+                    self.assertTrue(e["failures_below"])
+                self.assertEqual(e["monotone"] if "monotone" in e else e["metrics"]["monotone"], not e["broken"])
+            self.assertGreater(os.path.getsize(os.path.join(out, "zns-capacity-pareto.png")), 1000)
             with open(os.path.join(out, "verdicts.json")) as f:
                 self.assertEqual(len(json.load(f)), 2 * 2 * 2)
             for png in ("zns-sweep-wa.png", "zns-sweep-failed.png"):
