@@ -32,7 +32,7 @@ from .. import suite, units, zns
 from ..measure import Progress
 from ..results import Cell
 from . import Kind
-from .zns_sweep_report import cell_name, failures, MAX_OVER_PEAK, summary_table, write
+from .zns_sweep_report import cell_name, failures, MAX_OVER_PEAK, NO_RESERVE, summary_table, write
 
 KEYS = ("sweep", "traces", "device", "devices")
 SWITCHES = ()
@@ -518,7 +518,6 @@ START_FILL = 0.95
 UP_FILLS = (0.90, 0.80, 2 / 3, 0.5, 1 / MAX_OVER_PEAK)
 CHECK_ABOVE = (1, 2)
 CHECK_BELOW = (2,)
-NO_RESERVE = ("zone-aware", "zone-tail")  # never relocate: the reserve binds neither
 
 
 def smallest_passing(fails, floor, ladder, above=CHECK_ABOVE, below=CHECK_BELOW):

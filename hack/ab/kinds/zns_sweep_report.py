@@ -17,6 +17,8 @@ from ..report import header
 # The largest device min_capacity tries: usable capacity this many times
 # the peak live data (a fill of 25%).
 MAX_OVER_PEAK = 4
+# The policies that never relocate: the reserve binds neither.
+NO_RESERVE = ("zone-aware", "zone-tail")
 
 
 def cell_name(e):
@@ -312,6 +314,28 @@ def _cap(e):
     return math.inf if x is None else 100 * x
 
 
+def _peak(doc, device, seed):
+    return doc.get("traces" if device == "main" else f"traces:{device}", {})[str(seed)]["peak_live_bytes"]
+
+
+def _least(doc, device, e):
+    """The fewest zones that can hold the trace's peak live data (outside
+    the reserve, for the policies it binds): the smallest answer there is."""
+    _, _, cap, _ = _space(doc, device)
+    return math.ceil(_peak(doc, device, e["seed"]) / cap) + (0 if e["policy"] in NO_RESERVE else e["reserve"])
+
+
+def _cap_checked(doc, device, e):
+    """_cap of the smallest device above which no device asked failed (the
+    bisection's answer where its checks found nothing): what a seed that is
+    not monotone needs at least, to the devices asked."""
+    if e["zones"] is None:
+        return math.inf
+    _, _, cap, _ = _space(doc, device)
+    z = max([e["zones"]] + [int(k) + 1 for k, bad in e.get("asked", {}).items() if bad and int(k) > e["zones"]])
+    return 100 * (z - e["reserve"]) * cap / _peak(doc, device, e["seed"])
+
+
 def _at95(doc, device, policy, reserve):
     """seed -> failed creates of the sweep's cell at 95% fill."""
     return {e["seed"]: e["metrics"]["failed"] for e in doc["results"]
@@ -345,6 +369,8 @@ def capacity_rows(doc, device="main"):
             rows.append({
                 "policy": p, "reserve": reserve, "n": len(es), "none": len(es) - len(ok),
                 "median": quantile_ci(caps, 0.5), "p90": quantile_ci(caps, 0.9), "max": max(caps),
+                "p90_checked": quantile_ci([_cap_checked(doc, device, e) for e in es], 0.9),
+                "at_least": sum(1 for e in ok if e["zones"] == _least(doc, device, e)),
                 "relocated_gib": mean_ci([e["metrics"]["relocated_bytes"] / 2**30 for e in ok]),
                 "wa": mean_ci([_wa(e["metrics"]) for e in ok]),
                 "p99_ms": mean_ci([1e3 * e["metrics"]["create_latency_p99_s"] for e in ok
@@ -365,19 +391,21 @@ def _ci3(t, f="{:.1f}"):
 
 
 def capacity_table(doc, device="main"):
-    lines = ["| reserve | policy | median | p90 | max | fill at the p90 | relocated GiB | write amplification | "
-             "p99 create latency, ms | traces with a failed create at 95% fill | seeds not monotone |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| reserve | policy | median | p90 | max | fill at the p90 | seeds at the least device | relocated GiB | "
+             "write amplification | p99 create latency, ms | traces with a failed create at 95% fill | seeds not "
+             "monotone | p90, no device asked above failing |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in capacity_rows(doc, device):
         p90 = r["p90"][0]
         share, lo, hi, n = r["any_failed_95"]
         lines.append(
             f"| {r['reserve']} | {r['policy']} | {_ci3(r['median'])} | {_ci3(r['p90'])} | {_pct(r['max'])} | "
-            f"{'-' if p90 is None or math.isinf(p90) else f'{1e4 / p90:.1f}%'} | {_ci3(r['relocated_gib'], '{:.2f}')} | "
+            f"{'-' if p90 is None or math.isinf(p90) else f'{1e4 / p90:.1f}%'} | {r['at_least']} | "
+            f"{_ci3(r['relocated_gib'], '{:.2f}')} | "
             f"{_ci3(r['wa'], '{:.3f}')} | {_ci3(r['p99_ms'], '{:.0f}')} | "
             + ("-" if share is None else f"{round(share * n)} of {n}: {100 * share:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]")
             + f" | {len(r['broken'])}" + (f" (seeds {', '.join(map(str, r['broken']))})" if r["broken"] else "")
-            + (f"; {r['none']} above {MAX_OVER_PEAK}x" if r["none"] else "") + " |")
+            + (f"; {r['none']} above {MAX_OVER_PEAK}x" if r["none"] else "") + f" | {_ci3(r['p90_checked'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -471,7 +499,10 @@ def capacity_section(doc, outdir):
           "more; the devices " + ", ".join(f"+{d}" for d in mc.get("check_above", [])) + " zones above the answer "
           "(each should store every create) and " + ", ".join(f"-{d}" for d in mc.get("check_below", []))
           + " below it (each should fail one) check it, and a seed where one does not is counted as not monotone "
-          "(its answer is still the bisection's).", "",
+          "(its answer is still the bisection's; the last column gives the p90 of the smallest device above which "
+          "no device asked failed, which for such a seed is larger). The least device is the fewest zones that "
+          "hold the peak outside the reserve: no policy can do with less, so a policy whose answer is there for "
+          "most seeds is limited by the peak, not by its placement.", "",
           "**Capacity** is the capacity of the zones outside the reserve over the trace's peak live data, in % "
           "(100% would hold the peak exactly; its inverse is the sweep's fill). Median and p90 are the 50th and "
           "90th of the seeds' values in order (nearest rank), each [with its distribution-free 95% order-statistic "
