@@ -11,7 +11,7 @@ import textwrap
 import unittest
 
 from ab import report, runner, suite, zns
-from ab.kinds import zns_sweep, zns_sweep_report
+from ab.kinds import zns_capacity_report, zns_sweep, zns_sweep_report
 
 MiB = 1 << 20
 
@@ -240,15 +240,15 @@ class ChoiceAndVerdictTest(unittest.TestCase):
 
     def test_quantile_ci_and_wilson(self):
         xs = list(range(100, 0, -1))  # 1..100, unsorted
-        self.assertEqual(zns_sweep_report.quantile_ci(xs, 0.5), (50, 40, 61))  # the tables' ranks for n = 100
-        self.assertEqual(zns_sweep_report.quantile_ci(xs, 0.9), (90, 84, 96))
-        x, lo, hi = zns_sweep_report.quantile_ci([1.0] * 8 + [float("inf")] * 2, 0.9)
+        self.assertEqual(zns_capacity_report.quantile_ci(xs, 0.5), (50, 40, 61))  # the tables' ranks for n = 100
+        self.assertEqual(zns_capacity_report.quantile_ci(xs, 0.9), (90, 84, 96))
+        x, lo, hi = zns_capacity_report.quantile_ci([1.0] * 8 + [float("inf")] * 2, 0.9)
         self.assertEqual((x, lo), (float("inf"), 1.0))
         self.assertIsNone(hi)  # beyond the sample: 10 values bound no interval of the p90 above
-        p, lo, hi = zns_sweep_report.wilson(0, 100)
+        p, lo, hi = zns_capacity_report.wilson(0, 100)
         self.assertEqual((p, lo), (0.0, 0.0))
         self.assertAlmostEqual(hi, 0.037, places=3)
-        p, lo, hi = zns_sweep_report.wilson(10, 100)
+        p, lo, hi = zns_capacity_report.wilson(10, 100)
         self.assertAlmostEqual(lo, 0.0552, places=3)
         self.assertAlmostEqual(hi, 0.1744, places=3)
 
@@ -259,7 +259,7 @@ class ChoiceAndVerdictTest(unittest.TestCase):
                             "reserve": 0, "seed": 3, "zones": 10, "metrics": {}}], "sweep": {"policies": ["zone-pack"]}}
         with tempfile.TemporaryDirectory() as d, mock.patch.dict(sys.modules, {"matplotlib": None, "matplotlib.pyplot": None}):
             with self.assertRaises(ImportError):
-                zns_sweep_report.pareto_plot(doc, d)
+                zns_capacity_report.pareto_plot(doc, d)
 
     def test_mean_ci(self):
         m, lo, hi = zns_sweep_report.mean_ci([1.0, 2.0, 3.0, 4.0])
