@@ -32,7 +32,8 @@ from .. import suite, units, zns
 from ..measure import Progress
 from ..results import Cell
 from . import Kind
-from .zns_sweep_report import cell_name, failures, MAX_OVER_PEAK, summary_table, write
+from .zns_sweep_report import cell_name, failures, summary_table, write
+from .zns_capacity import CHECK_ABOVE, CHECK_BELOW, START_FILL, UP_FILLS, run_min_capacity, smallest_passing
 
 KEYS = ("sweep", "traces", "device", "devices")
 SWITCHES = ()
@@ -75,6 +76,7 @@ class Device:
     memory_scale: float
     interval_scale: float
     duration_s: float
+    policies: list = None  # its own (a subset of the sweep's), or None: the sweep's
 
     def mix(self, m):
         """The sweep's TraceMix m scaled to this device."""
@@ -195,7 +197,7 @@ def validate(v, d, s):
         w = ("devices", i)
         t = v.typed(t, dict, w, "a [[devices]] table")
         v.keys(t, w, DEVICE_KEYS + ("name", "fills", "reserves", "seeds", "chunk", "containers", "memory_scale",
-                                    "interval_scale", "duration"))
+                                    "interval_scale", "duration", "policies"))
         name = v.typed(t.get("name", ""), str, w + ("name",), "a name")
         if not name or name == "main" or name in seen:
             v.fail(w + ("name",), f"name: want a name of its own (not 'main'), got {name!r}")
@@ -225,6 +227,11 @@ def validate(v, d, s):
         for k in ("containers", "memory_scale", "interval_scale"):
             if getattr(dev, k) <= 0:
                 v.fail(w + (k,), f"{k}: want a number above 0")
+        if "policies" in t:
+            pol = v.typed(t["policies"], list, w + ("policies",), "a list")
+            if not pol or len(set(pol)) != len(pol) or any(x not in s.policies for x in pol):
+                v.fail(w + ("policies",), f"policies: want some of the sweep's ({', '.join(s.policies)}), each once")
+            dev.policies = [x for x in s.policies if x in pol]
         s.devices.append(dev)
 
 
@@ -412,7 +419,11 @@ def run(r):
                     "devices": [{"name": d.name, "geometry": {k: v for k, v in vars(d.geometry).items() if k != "zones"},
                                  "costs": dict(vars(d.costs)) if d.costs else None, "fills": d.fills,
                                  "reserves": d.reserves, "seeds": d.seeds, "chunk": d.chunk,
+                                 "policies": d.policies or s.policies,
                                  "traces": dict(vars(d.mix(s.mix)))} for d in s.devices]}
+    if s.min_capacity:
+        doc["sweep"]["min_capacity"] = {"start_fill": START_FILL, "up_fills": list(UP_FILLS),
+                                        "check_above": list(CHECK_ABOVE), "check_below": list(CHECK_BELOW)}
     tdir = os.path.join(r.tmp, "traces")
     os.makedirs(tdir, exist_ok=True)
     tune = range(1, s.tune_seeds + 1)
@@ -488,49 +499,13 @@ def run(r):
                 for fill in d.fills:
                     g = sized(d.geometry, fill_zones(traces[(d.name, seed)][1], d.geometry, reserve, fill))
                     for c, pols in by_cleaner.items():
-                        tasks.append((d.name, seed, "report", reserve, fill, g, d.chunk, c, pols, d.costs, chosen.get))
+                        pols = [p for p in pols if p in (d.policies or s.policies)]
+                        if pols:
+                            tasks.append((d.name, seed, "report", reserve, fill, g, d.chunk, c, pols, d.costs,
+                                          chosen.get))
     execute(tasks, "report")
-    if not s.min_capacity:
-        return
-    prog = Progress(len(report) * len(s.reserves))
-    for seed in report:
-        for reserve in s.reserves:
-            for p in s.policies:
-                path, peak = traces[("main", seed)]
-                zones, m = min_capacity(path, peak, g0, p, s.chunk, reserve, chosen.get(p, s.cleaners[0]))
-                device = zones * g0.zone_capacity if zones else None
-                r.results.append(Cell(p, params={"reserve": reserve, "cleaner": chosen.get(p)},
-                                      scenario="min-capacity",
-                                      kind_fields={"policy": p, "seed": seed, "half": "report", "reserve": reserve,
-                                                   "fill": None, "zones": zones, "device": "main"}).entry(
-                    metrics={"device_over_peak": round(device / peak, 4) if device else None, **(m or {})}))
-            prog.step(f"min capacity seed {seed} reserve {reserve}")
-
-
-def min_capacity(path, peak, g0, policy, chunk, reserve, cleaner):
-    """The fewest zones (reserve included) on which policy fails no create
-    of the trace, by bisection between the peak's zones and MAX_OVER_PEAK
-    times them (failures need not fall monotonically with capacity: this
-    is the smallest the bisection finds), and that replay's metrics; (None,
-    None) if even the largest fails."""
-    def fails(zones):
-        g = zns.Geometry(**dict(vars(g0), zones=zones))
-        g.max_open, g.max_active = min(g.max_open, zones), min(g.max_active, zones)
-        m = _replay(path, g, [policy], chunk, reserve, cleaner)[policy][0]
-        return m["failed"] > 0, m
-    lo = reserve + math.ceil(peak / g0.zone_capacity) - 1  # fails (or holds nothing): below the peak
-    hi = reserve + math.ceil(MAX_OVER_PEAK * peak / g0.zone_capacity)
-    bad, best = fails(hi)
-    if bad:
-        return None, None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        bad, m = fails(mid)
-        if bad:
-            lo = mid
-        else:
-            hi, best = mid, m
-    return hi, best
+    if s.min_capacity:
+        run_min_capacity(r, traces, report, chosen)
 
 
 def choose_cleaners(doc, s):

@@ -1,7 +1,8 @@
 """The zns-sweep kind's report: its cells' names and failure rule, the summary
 and latency tables, why creates failed, the verdicts against zone-pack, the
 safe fills and least capacities, the plots and the whole report.md (write). kinds/zns_sweep.py,
-which runs the kind, imports them, and MAX_OVER_PEAK."""
+which runs the kind, imports them, and kinds/zns_capacity.py MAX_OVER_PEAK and NO_RESERVE;
+the equal-capacity section is kinds/zns_capacity_report.py."""
 import collections
 import json
 import os
@@ -16,6 +17,8 @@ from ..report import header
 # The largest device min_capacity tries: usable capacity this many times
 # the peak live data (a fill of 25%).
 MAX_OVER_PEAK = 4
+# The policies that never relocate: the reserve binds neither.
+NO_RESERVE = ("zone-aware", "zone-tail")
 
 
 def cell_name(e):
@@ -70,10 +73,19 @@ def _space(doc, device):
     return d["reserves"], d["fills"], d["geometry"]["zone_capacity"], doc.get(f"traces:{device}", {})
 
 
+def _policies(doc, device="main"):
+    """The policies replayed on device: a [[devices]] device's own, else the sweep's."""
+    sw = doc["sweep"]
+    if device != "main":
+        d = next(x for x in sw["devices"] if x["name"] == device)
+        return d.get("policies") or sw["policies"]
+    return sw["policies"]
+
+
 def _policy_grid(doc, device, cells, caption, text):
     """Per reserve, a table of fill by policy: caption(reserve) above it,
     each cell text(the metrics of its report seeds' replays)."""
-    policies = doc["sweep"]["policies"]
+    policies = _policies(doc, device)
     reserves, fills, _, _ = _space(doc, device)
     lines = []
     for reserve in reserves:
@@ -239,20 +251,7 @@ def safe_fill_table(doc, device="main"):
         text = ci_text(xs)
         return text + f" ({none} fail at {min(fills):.0%})" if none else text
 
-    return _reserve_table(doc["sweep"]["policies"], reserves, cell)
-
-
-def min_capacity_table(doc):
-    sw = doc["sweep"]
-    cells = _cells(doc, "min-capacity")
-
-    def cell(p, reserve):
-        xs = [x.get("device_over_peak") for x in cells.get((p, reserve, None), {}).values()]
-        none = sum(1 for x in xs if x is None)
-        text = ci_text(xs)
-        return text + f" ({none} above {MAX_OVER_PEAK}x)" if none else text
-
-    return _reserve_table(sw["policies"], sw["reserves"], cell)
+    return _reserve_table(_policies(doc, device), reserves, cell)
 
 
 def table_section(title, text, table):
@@ -318,14 +317,11 @@ def write(outdir, doc):
            "live data at the largest swept fill at which the policy fails no create (nor at a smaller one), "
            "mean over the report seeds [95% bootstrap interval]: an upper bound of the smallest device, to the "
            "grid of fills.", "", safe_fill_table(doc), ""]
-    mins = {(e["seed"], e["reserve"]) for e in doc["results"] if e["scenario"] == "min-capacity"}
-    if mins:
-        md += ["By bisection over the zone count (" + f"{len(mins)} seed and reserve pairs):", "",
-               "the fewest zones on which the policy fails no create, the same ratio; 1.0 would be a device "
-               "exactly as large as the peak.", "", min_capacity_table(doc), ""]
     for d in sw.get("devices", []):
         md += device_section(doc, d)
         vs += verdicts(doc, device=d["name"])
+    from .zns_capacity_report import capacity_section
+    md += capacity_section(doc, outdir)
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n".join(md))
     with open(os.path.join(outdir, "verdicts.json"), "w") as f:
@@ -392,7 +388,7 @@ def device_section(doc, d):
     ft = failure_table(doc, d["name"], min_fill=0)
     if ft:
         md += ["Why creates failed (every fill):", "", ft]
-    md += verdict_lines(verdicts(doc, device=d["name"]), doc["sweep"]["policies"])
+    md += verdict_lines(verdicts(doc, device=d["name"]), _policies(doc, d["name"]))
     md += ["The smallest device from the fills swept (the same ratio as above):", "",
            safe_fill_table(doc, d["name"]), ""]
     return md

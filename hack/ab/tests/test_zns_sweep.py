@@ -11,7 +11,7 @@ import textwrap
 import unittest
 
 from ab import report, runner, suite, zns
-from ab.kinds import zns_sweep, zns_sweep_report
+from ab.kinds import zns_capacity_report, zns_sweep, zns_sweep_report
 
 MiB = 1 << 20
 
@@ -238,11 +238,79 @@ class ChoiceAndVerdictTest(unittest.TestCase):
             del x["failures"]
         self.assertEqual(zns_sweep_report.failure_table(doc), "")  # a sweep from before failures were kept
 
+    def test_quantile_ci_and_wilson(self):
+        xs = list(range(100, 0, -1))  # 1..100, unsorted
+        self.assertEqual(zns_capacity_report.quantile_ci(xs, 0.5), (50, 40, 61))  # the tables' ranks for n = 100
+        self.assertEqual(zns_capacity_report.quantile_ci(xs, 0.9), (90, 84, 96))
+        x, lo, hi = zns_capacity_report.quantile_ci([1.0] * 8 + [float("inf")] * 2, 0.9)
+        self.assertEqual((x, lo), (float("inf"), 1.0))
+        self.assertIsNone(hi)  # beyond the sample: 10 values bound no interval of the p90 above
+        p, lo, hi = zns_capacity_report.wilson(0, 100)
+        self.assertEqual((p, lo), (0.0, 0.0))
+        self.assertAlmostEqual(hi, 0.037, places=3)
+        p, lo, hi = zns_capacity_report.wilson(10, 100)
+        self.assertAlmostEqual(lo, 0.0552, places=3)
+        self.assertAlmostEqual(hi, 0.1744, places=3)
+
+    def test_pareto_plot_without_matplotlib_is_an_error(self):
+        import sys
+        from unittest import mock
+        doc = {"results": [{"scenario": "min-capacity", "half": "report", "device": "main", "policy": "zone-pack",
+                            "reserve": 0, "seed": 3, "zones": 10, "metrics": {}}], "sweep": {"policies": ["zone-pack"]}}
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(sys.modules, {"matplotlib": None, "matplotlib.pyplot": None}):
+            with self.assertRaises(ImportError):
+                zns_capacity_report.pareto_plot(doc, d)
+
     def test_mean_ci(self):
         m, lo, hi = zns_sweep_report.mean_ci([1.0, 2.0, 3.0, 4.0])
         self.assertEqual(m, 2.5)
         self.assertTrue(1.0 <= lo < 2.5 < hi <= 4.0)
         self.assertEqual(zns_sweep_report.mean_ci([]), (None, None, None))
+
+
+class BisectionTest(unittest.TestCase):
+    """smallest_passing on synthetic devices whose answer is known."""
+
+    def test_monotone_answer_and_no_break(self):
+        asked = []
+
+        def fails(z):  # fails below 37 zones, stores everything from 37
+            asked.append(z)
+            return z < 37
+        z, got, broken = zns_sweep.smallest_passing(fails, 20, [30, 34, 40, 60])
+        self.assertEqual(z, 37)
+        self.assertEqual(broken, [])
+        self.assertNotIn(20, asked)  # the floor is known to fail, never asked
+        self.assertEqual(len(asked), len(set(asked)))  # nothing asked twice
+        self.assertTrue(got[36] and not got[37])  # the answer's neighbours both asked
+        for d in zns_sweep.CHECK_ABOVE:
+            self.assertFalse(got[37 + d])
+        for d in zns_sweep.CHECK_BELOW:
+            self.assertTrue(got[37 - d])
+
+    def test_first_ladder_step_passes(self):
+        z, got, broken = zns_sweep.smallest_passing(lambda z: z < 21, 20, [40, 60])
+        self.assertEqual((z, broken), (21, []))
+
+    def test_nothing_passes(self):
+        z, got, broken = zns_sweep.smallest_passing(lambda z: True, 20, [30, 40])
+        self.assertEqual((z, broken), (None, []))
+        self.assertEqual(sorted(got), [30, 40])
+
+    def test_a_larger_device_that_fails_is_kept(self):
+        # Passes from 37, except that 38 fails again: the bisection finds 37,
+        # the check above it finds 38.
+        z, got, broken = zns_sweep.smallest_passing(lambda z: z < 37 or z == 38, 20, [30, 40])
+        self.assertEqual((z, broken), (37, [38]))
+        # A smaller device that passes, 35: the bisection lands on it, and the
+        # check finds 36 failing above it.
+        z, got, broken = zns_sweep.smallest_passing(lambda z: z < 37 and z != 35, 20, [30, 40])
+        self.assertEqual((z, broken), (35, [36]))
+        # The checks are local: a device that passes alone at 33, below
+        # every device asked around the answer, is not seen.
+        z, got, broken = zns_sweep.smallest_passing(lambda z: z < 37 and z != 33, 20, [30, 40])
+        self.assertEqual((z, broken), (37, []))
+        self.assertNotIn(33, got)
 
 
 class RunTest(unittest.TestCase):
@@ -279,6 +347,15 @@ class RunTest(unittest.TestCase):
                 md = f.read()
             self.assertIn("## zone-pack against each policy", md)
             self.assertIn("## The smallest device each policy needs", md)
+            self.assertIn("## Equal capacity: the smallest device with no failed create", md)
+            self.assertIn("zone-pack against the shared log", md)
+            for e in mins:  # the smallest device stores everything, and the largest device asked below it does not
+                self.assertFalse(e["asked"][str(e["zones"])])
+                if e["zones_below"] is not None:
+                    self.assertTrue(e["asked"][str(e["zones_below"])])
+                    self.assertTrue(e["failures_below"])
+                self.assertEqual(e["monotone"] if "monotone" in e else e["metrics"]["monotone"], not e["broken"])
+            self.assertGreater(os.path.getsize(os.path.join(out, "zns-capacity-pareto.png")), 1000)
             with open(os.path.join(out, "verdicts.json")) as f:
                 self.assertEqual(len(json.load(f)), 2 * 2 * 2)
             for png in ("zns-sweep-wa.png", "zns-sweep-failed.png"):
@@ -301,7 +378,7 @@ class RunTest(unittest.TestCase):
     def test_timed_sweep_with_a_device_of_its_own(self):
         doc, md, png = self.run_sweep(TIMED, 2)
         main = [e for e in doc["results"] if e["device"] == "main" and e["half"] == "report" and e["scenario"] == "sweep"]
-        big = [e for e in doc["results"] if e["device"] == "big"]
+        big = [e for e in doc["results"] if e["device"] == "big" and e["scenario"] == "sweep"]
         self.assertEqual(len(main), 2 * 4 * 3)
         self.assertEqual(len(big), 2 * 1 * 1 * 3)  # seeds 3 and 4, one reserve, one fill, 3 policies
         self.assertEqual({e["seed"] for e in big}, {3, 4})  # report seeds only
