@@ -20,7 +20,7 @@ GO_TEST_PKGS ?= $(shell hack/stack/test-unit.sh --list 2>/dev/null)
 help:
 	@sed -n 's/^#   //p' Makefile
 	@echo
-	@echo 'Other targets: deps build build-stock build-patched images deb bundle patches-apply'
+	@echo 'Other targets: deps build build-stock build-patched images deb deb-repo bundle patches-apply'
 	@echo '  patches-export patches-check patches-lint rebase rebase-continue rebase-adopt upstream-drift'
 	@echo '  test-unit test-pullsim test-fuzz test-zns test-bats test-deb test-nodes test-harness test-integration clean'
 
@@ -48,9 +48,12 @@ images:
 # Debian packages for test nodes into build/deb (hack/nodes/deb.sh; docs/test-nodes.md, "Install
 # on test nodes"): moby-ab-dockerd patched and stock, moby-ab-runtime; lintian
 # must report no errors.
-.PHONY: deb
+.PHONY: deb deb-repo
 deb: build
 	hack/nodes/deb.sh --lintian
+# The packages as a signed apt repository (reprepro): build/apt.
+deb-repo: deb
+	hack/nodes/apt-repo.sh add build/apt
 
 # The A/B harness with both daemons and their runtime in one tarball for test
 # nodes (hack/nodes/bundle.sh; hack/nodes/ansible/ab.yml runs it there): build/bundle.

@@ -55,6 +55,7 @@ teardown_file() {
 	work=$(cat "$BATS_FILE_TMPDIR/work" 2>/dev/null) || return 0
 	[ -d "$work" ] || return 0
 	ROOT=$work/root WORK=$work stop_daemon || true
+	"$AB_ROOT/hack/nodes/apt-repo.sh" stop "$work/apt" || true
 	# Containers of a daemon that died: by the IDs in its data-root, in their cgroups.
 	local id f
 	for id in $(ls "$work/root/var/lib/moby-ab-docker/containers" 2>/dev/null); do
@@ -515,4 +516,72 @@ ExecStart=/usr/lib/moby-ab/bin/dockerd -H fd:// --log-level=warn $DOCKER_OPTS'
 	[ "$(systemd_state | grep -v moby-ab)" = "$before" ]
 	run in_root dpkg-query -W moby-ab-dockerd moby-ab-runtime
 	assert_failure
+}
+
+# The signed apt repository (hack/nodes/apt-repo.sh), published into the root
+# at /srv/moby-ab-apt as a server would serve it (the signing key stays out).
+publish_repo() {
+	"$AB_ROOT/hack/nodes/apt-repo.sh" add "$WORK/apt" "$@" >/dev/null
+	rm -rf "$ROOT/srv/moby-ab-apt"
+	mkdir -p "$ROOT/srv/moby-ab-apt"
+	cp -a "$WORK/apt/dists" "$WORK/apt/pool" "$ROOT/srv/moby-ab-apt/"
+}
+
+# apt-get update of the repository's source alone (the root's Debian lists stay).
+repo_update() {
+	in_root apt-get update -q -o Dir::Etc::sourcelist=sources.list.d/moby-ab.list \
+		-o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0
+}
+
+@test "deb: from the signed apt repository: apt-get install, upgrade, and roll back to stock" {
+	publish_repo "$(deb patched)" "$(deb stock)" "$(deb runtime)"
+	install -m 0644 "$("$AB_ROOT/hack/nodes/apt-repo.sh" key "$WORK/apt")" "$ROOT/usr/share/keyrings/moby-ab-archive-keyring.gpg"
+	echo 'deb [signed-by=/usr/share/keyrings/moby-ab-archive-keyring.gpg] file:/srv/moby-ab-apt bookworm main stock' \
+		>"$ROOT/etc/apt/sources.list.d/moby-ab.list"
+	run repo_update
+	assert_success
+	refute_output --regexp '^(W|E): '
+	run in_root apt-get install -y -q --no-install-recommends moby-ab-dockerd
+	assert_success
+	run in_root dpkg-query -W -f '${Package} ${Version}\n' moby-ab-dockerd moby-ab-runtime
+	assert_line "moby-ab-dockerd $(patched_version)-1"
+	assert_line --regexp '^moby-ab-runtime [^ ]+-1$'
+	cmp "$AB_ROOT/bin/dockerd-patched" "$ROOT/usr/lib/moby-ab/bin/dockerd"
+
+	# the next release replaces the patched one in main: a plain upgrade takes it
+	publish_repo "$(deb next)"
+	run repo_update
+	assert_success
+	run in_root apt-get install -y -q --only-upgrade moby-ab-dockerd
+	assert_success
+	run in_root dpkg-query -W -f '${Version}' moby-ab-dockerd
+	assert_output "$(patched_version)-2"
+
+	# rolling back is the stock package, the lower version in component stock
+	run in_root apt-get install -y -q --allow-downgrades "moby-ab-dockerd=$UPSTREAM_VERSION-1"
+	assert_success
+	run in_root dpkg-query -W -f '${Version}' moby-ab-dockerd
+	assert_output "$UPSTREAM_VERSION-1"
+	cmp "$AB_ROOT/bin/dockerd-stock" "$ROOT/usr/lib/moby-ab/bin/dockerd"
+	diff "$AB_ROOT/hack/nodes/deb/daemon.stock.json" "$ROOT/etc/moby-ab/daemon.json"
+	start_daemon
+	run docker version --format '{{.Server.Version}}'
+	assert_output "$UPSTREAM_VERSION"
+}
+
+@test "deb: apt takes nothing from the repository once its signed index is changed" {
+	# Release changed after signing, as a mirror or a proxy in the way could;
+	# the lists apt had of the repository are gone (a node new to it).
+	sed -i 's/^Label: moby-ab$/Label: moby-ab-altered/' "$ROOT/srv/moby-ab-apt/dists/bookworm/InRelease"
+	rm -f "$ROOT/srv/moby-ab-apt/dists/bookworm/Release" "$ROOT/srv/moby-ab-apt/dists/bookworm/Release.gpg"
+	rm -f "$ROOT"/var/lib/apt/lists/*moby-ab-apt*
+	run repo_update
+	assert_output --partial "BADSIG"
+	# apt warns and goes on; what it must not do is offer the packages
+	run in_root apt-cache policy moby-ab-dockerd
+	refute_output --partial /srv/moby-ab-apt
+	run in_root apt-get install -y -q "moby-ab-dockerd=$(patched_version)-2"
+	assert_failure
+	run in_root dpkg-query -W -f '${Version}' moby-ab-dockerd
+	assert_output "$UPSTREAM_VERSION-1"
 }

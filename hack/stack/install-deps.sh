@@ -74,6 +74,8 @@ APT_PACKAGES=(
 	# Debian packages for test nodes (make deb) and their test in a debootstrap
 	# root: dpkg-shlibdeps, lintian, systemd-analyze and systemd-socket-activate
 	dpkg-dev lintian systemd
+	# the signed apt repository test nodes install from (hack/nodes/apt-repo.sh)
+	reprepro gnupg
 	# the fleet playbooks (hack/nodes/ansible) and their test nodes (hack/nodes/nodes.sh)
 	ansible-core openssh-client
 	# a peer of the dockerd hosts in the pull suites (hack/hosts/podman-host.sh):
