@@ -36,7 +36,10 @@ full) is not modelled, only its write pointer; finishing a zone is never
 useful to it and is not offered; within a step the order of a relocation's
 reads, writes and resets is the model's to choose, in rounds (below).
 
-Two versions, which bracket the exact offline optimum under the rules:
+Three versions. Without relocation (relocate=False): every image stays
+where it was written; a small model, and where it stores every create the
+optimum is exactly 0 (optimum() tries it first). The other two bracket the
+exact offline optimum under the rules where relocation is needed:
 
 - strict (rounds=R): each step has R rounds; in a round the live units that
   move are read from their zones and written into zones that are not reset
