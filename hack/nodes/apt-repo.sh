@@ -29,10 +29,10 @@ KEYRING=moby-ab-archive-keyring.gpg
 
 need() { command -v "$1" >/dev/null || die "apt-repo: $1 is missing (hack/stack/install-deps.sh installs it)"; }
 
-# signing_key DIR: the key's fingerprint, made in GNUPGHOME (DIR/.signing,
-# which the caller exports) unless APT_REPO_KEY names one.
+# signing_key: the key's fingerprint, made in GNUPGHOME (the repository's
+# .signing, which the caller exports) unless APT_REPO_KEY names one.
 signing_key() {
-	local dir=$1 fpr
+	local fpr
 	if [ -n "${APT_REPO_KEY:-}" ]; then
 		[ -n "${GNUPGHOME:-}" ] || die "apt-repo: APT_REPO_KEY is set but GNUPGHOME is not"
 		gpg --batch --list-secret-keys "$APT_REPO_KEY" >/dev/null 2>&1 ||
@@ -76,7 +76,7 @@ cmd_add() {
 	done
 	mkdir -p "$dir/conf"
 	[ -n "${APT_REPO_KEY:-}" ] || export GNUPGHOME=$dir/.signing
-	fpr=$(signing_key "$dir")
+	fpr=$(signing_key)
 	cat >"$dir/conf/distributions" <<-EOF
 		Origin: moby-ab
 		Label: moby-ab
