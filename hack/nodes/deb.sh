@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Debian packages for test nodes, built with plain dpkg-deb, reproducibly (the
-# same inputs give the same bytes: SOURCE_DATE_EPOCH is the upstream tag's time
-# from hack/upstream.pin, files are root-owned with fixed modes and mtimes,
-# dpkg-deb sorts the members):
+# Debian packages for test nodes, built with debhelper from a source tree staged
+# per package (hack/nodes/deb/rules: dh installs the files, writes the
+# maintainer scripts' systemd parts, conffiles, md5sums and shared-library
+# Depends), reproducibly (the same inputs give the same bytes:
+# SOURCE_DATE_EPOCH is the upstream tag's time from hack/upstream.pin, and the
+# changelog's date; dh_builddeb clamps mtimes and owns files by root):
 #
 #   moby-ab-dockerd_<upstream>+ab.<series hash>-<rev>   bin/dockerd-patched
 #   moby-ab-dockerd_<upstream>-<rev>                    bin/dockerd-stock (lower: a downgrade)
@@ -49,7 +51,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#WHAT[@]} -gt 0 ] || WHAT=(patched stock runtime)
 [[ $REVISION =~ ^[0-9][0-9A-Za-z.+~]*$ ]] || die "deb: bad revision '$REVISION'"
-TOOLS=(dpkg-deb dpkg-shlibdeps jq)
+TOOLS=(dpkg-buildpackage dh jq)
 [ "$LINTIAN" = 0 ] || TOOLS+=(lintian)
 for tool in "${TOOLS[@]}"; do
 	command -v "$tool" >/dev/null || die "deb: $tool is missing (hack/stack/install-deps.sh installs it)"
@@ -92,18 +94,21 @@ patch_subject() { # file: its Subject, unfolded, without "[PATCH]"
 	awk '/^Subject: / {s = $0; while ((getline l) > 0 && l ~ /^[ \t]/) s = s l; sub(/^Subject: (\[PATCH[^]]*\] )?/, "", s); print s; exit}' "$1"
 }
 
-new_root() { # name: an empty package tree; prints its path
-	local root=$STAGE/$1
-	rm -rf "$root"
-	install -d -m 0755 "$root" "$root/DEBIAN"
-	echo "$root"
+# A source tree for one binary package: debian/ with the rules, compat 13 and
+# the package's own files (named debian/<package>.<what>, as dh looks them up);
+# the package's files to install beside it. Prints its path.
+new_source() { # package
+	local src=$STAGE/src-$1
+	rm -rf "$src"
+	install -d -m 0755 "$src/debian/source"
+	install -m 0755 "$SRC/rules" "$src/debian/rules"
+	echo "1.0" >"$src/debian/source/format"
+	echo "$src"
 }
 
-changelog() { # root package version text...
-	local root=$1 pkg=$2 version=$3 doc
+changelog() { # src package version text...
+	local src=$1 pkg=$2 version=$3
 	shift 3
-	doc=$root/usr/share/doc/$pkg
-	install -d -m 0755 "$doc"
 	{
 		echo "$pkg ($version) $DISTRIBUTION; urgency=medium"
 		echo
@@ -113,38 +118,26 @@ changelog() { # root package version text...
 		done
 		echo
 		echo " -- $MAINTAINER  $(date -u -R -d "@$SOURCE_DATE_EPOCH")"
-	} | gzip -9n >"$doc/changelog.Debian.gz"
+	} >"$src/debian/changelog"
 }
 
-# Installed-Size as dpkg-gencontrol counts it: KiB per file, rounded up, and one
-# per directory or link.
-installed_size() {
-	find "$1" -path "$1/DEBIAN" -prune -o -mindepth 1 -printf '%y %s\n' |
-		awk '$1 == "f" {n += int(($2 + 1023) / 1024); next} {n += 1} END {print n}'
-}
-
-# Control files, md5sums, fixed modes and mtimes; then dpkg-deb.
-finish() { # root package version
-	local root=$1 pkg=$2 version=$3 out
-	(
-		cd "$root"
-		find . -path ./DEBIAN -prune -o -type f -printf '%P\n' | sort |
-			grep -v -x -F -f <(sed 's|^/||' DEBIAN/conffiles 2>/dev/null || true) |
-			xargs -r -d '\n' md5sum >DEBIAN/md5sums
-	)
-	chmod 0644 "$root/DEBIAN/md5sums" "$root/DEBIAN/control"
-	[ ! -f "$root/DEBIAN/conffiles" ] || chmod 0644 "$root/DEBIAN/conffiles"
-	find "$root" -type d -exec chmod 0755 {} +
-	find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+# dpkg-buildpackage: the binary package only, unsigned; its .deb goes to OUT.
+build_package() { # src package version
+	local src=$1 pkg=$2 version=$3 out log=$STAGE/$2.build.log
 	out=$OUT/${pkg}_${version}_amd64.deb
-	dpkg-deb --root-owner-group -Zxz -z"$XZ_LEVEL" --build "$root" "$out.tmp" >/dev/null
+	if ! (cd "$src" && DEB_XZ_LEVEL=$XZ_LEVEL dpkg-buildpackage --build=binary --no-sign >"$log" 2>&1); then
+		tail -n 30 "$log" >&2
+		die "deb: dpkg-buildpackage failed for $pkg (its log above)"
+	fi
+	mv "$STAGE/${pkg}_${version}_amd64.deb" "$out.tmp"
 	mv "$out.tmp" "$out"
+	rm -f "$STAGE/${pkg}_${version}"_amd64.{buildinfo,changes}
 	log "deb: $out ($(du -h "$out" | cut -f1))"
 	echo "$out"
 }
 
 build_dockerd() { # patched|stock
-	local flavor=$1 bin version upstream root description config hash series_hash
+	local flavor=$1 bin version upstream src description config hash series_hash
 	bin=$AB_ROOT/bin/dockerd-$flavor
 	[ -x "$bin" ] || die "deb: $bin is missing: run make build"
 	[ -x "$AB_ROOT/bin/docker-proxy" ] || die "deb: $AB_ROOT/bin/docker-proxy is missing: run make build"
@@ -174,25 +167,36 @@ build_dockerd() { # patched|stock
 		"$(jq -S . "$SRC/daemon.stock.json")" ] ||
 		die "deb: hack/nodes/deb/daemon.stock.json must be hack/nodes/deb/daemon.json without the series' options"
 
-	root=$(new_root "dockerd-$flavor")
-	install -d -m 0755 "$root/$LIB/bin" "$root/usr/sbin" "$root/lib/systemd/system" "$root/etc/moby-ab" \
-		"$root/usr/share/man/man8" "$root/usr/share/lintian/overrides" "$root/usr/share/doc/moby-ab-dockerd"
-	install -m 0755 "$bin" "$root/$LIB/bin/dockerd"
-	install -m 0755 "$AB_ROOT/bin/docker-proxy" "$root/$LIB/bin/docker-proxy"
-	ln -s ../../../bin/tini-static "$root/$LIB/bin/docker-init"
-	install -m 0755 "$SRC/moby-ab-bridge" "$root/$LIB/moby-ab-bridge"
-	install -m 0755 "$SRC/moby-ab-switch" "$root/usr/sbin/moby-ab-switch"
-	series_options >"$root/$LIB/series-options"
-	chmod 0644 "$root/$LIB/series-options"
-	install -m 0644 "$SRC/moby-ab-docker.service" "$SRC/moby-ab-docker.socket" "$root/lib/systemd/system/"
-	install -m 0644 "$config" "$root/etc/moby-ab/daemon.json"
-	gzip -9n <"$SRC/moby-ab-switch.8" >"$root/usr/share/man/man8/moby-ab-switch.8.gz"
-	install -m 0644 "$SRC/dockerd.copyright" "$root/usr/share/doc/moby-ab-dockerd/copyright"
-	install -m 0644 "$SRC/README.Debian" "$root/usr/share/doc/moby-ab-dockerd/README.Debian"
-	install -m 0644 "$SRC/dockerd.lintian-overrides" "$root/usr/share/lintian/overrides/moby-ab-dockerd"
-	install -d -m 0755 "$root/usr/share/moby-ab/monitoring"
-	install -m 0644 "$SRC/monitoring/moby-ab-dashboard.json" "$SRC/monitoring/moby-ab-alerts.yml" \
-		"$root/usr/share/moby-ab/monitoring/"
+	src=$(new_source "dockerd-$flavor")
+	install -d -m 0755 "$src/bin" "$src/monitoring"
+	install -m 0755 "$bin" "$src/bin/dockerd"
+	install -m 0755 "$AB_ROOT/bin/docker-proxy" "$src/bin/docker-proxy"
+	install -m 0755 "$SRC/moby-ab-bridge" "$SRC/moby-ab-switch" "$src/"
+	series_options >"$src/series-options"
+	install -m 0644 "$SRC/moby-ab-docker.service" "$SRC/moby-ab-docker.socket" "$SRC/moby-ab-switch.8" "$src/"
+	install -m 0644 "$config" "$src/daemon.json"
+	install -m 0644 "$SRC/monitoring/moby-ab-dashboard.json" "$SRC/monitoring/moby-ab-alerts.yml" "$src/monitoring/"
+	local d=$src/debian/moby-ab-dockerd
+	install -m 0644 "$SRC/dockerd.copyright" "$src/debian/copyright"
+	install -m 0644 "$SRC/README.Debian" "$src/debian/README.Debian"
+	install -m 0644 "$SRC/dockerd.lintian-overrides" "$d.lintian-overrides"
+	install -m 0755 "$SRC/dockerd.postinst" "$d.postinst"
+	install -m 0755 "$SRC/dockerd.prerm" "$d.prerm"
+	install -m 0755 "$SRC/dockerd.postrm" "$d.postrm"
+	cat >"$d.install" <<-EOF
+		bin/dockerd $LIB/bin
+		bin/docker-proxy $LIB/bin
+		moby-ab-bridge $LIB
+		series-options $LIB
+		moby-ab-switch usr/sbin
+		moby-ab-docker.service lib/systemd/system
+		moby-ab-docker.socket lib/systemd/system
+		daemon.json etc/moby-ab
+		monitoring/moby-ab-dashboard.json usr/share/moby-ab/monitoring
+		monitoring/moby-ab-alerts.yml usr/share/moby-ab/monitoring
+	EOF
+	echo moby-ab-switch.8 >"$d.manpages"
+	echo "usr/bin/tini-static $LIB/bin/docker-init" >"$d.links"
 	local entries=("Docker Engine $UPSTREAM_VERSION, upstream commit ${UPSTREAM_COMMIT:0:12} (Go module $UPSTREAM_MODULE@$UPSTREAM_MODULE_VERSION).")
 	if [ "$flavor" = patched ]; then
 		entries+=("dockerd with the moby-ab patch series $hash.")
@@ -206,24 +210,23 @@ build_dockerd() { # patched|stock
 	else
 		entries+=("dockerd as released, for a downgrade from a patched build.")
 	fi
-	changelog "$root" moby-ab-dockerd "$version" "${entries[@]}"
+	changelog "$src" moby-ab-dockerd "$version" "${entries[@]}"
 
-	install -m 0755 "$SRC/dockerd.postinst" "$root/DEBIAN/postinst"
-	install -m 0755 "$SRC/dockerd.prerm" "$root/DEBIAN/prerm"
-	install -m 0755 "$SRC/dockerd.postrm" "$root/DEBIAN/postrm"
-	echo /etc/moby-ab/daemon.json >"$root/DEBIAN/conffiles"
-	cat >"$root/DEBIAN/control" <<-EOF
-		Package: moby-ab-dockerd
-		Version: $version
-		Architecture: amd64
-		Maintainer: $MAINTAINER
-		Installed-Size: $(installed_size "$root")
-		Pre-Depends: init-system-helpers (>= 1.54~)
-		Depends: moby-ab-runtime (>= $RUNTIME_VERSION), tini (>= 0.19.0), iproute2, passwd
-		Suggests: docker-ce-cli
+	cat >"$src/debian/control" <<-EOF
+		Source: moby-ab-dockerd
 		Section: admin
 		Priority: optional
+		Maintainer: $MAINTAINER
+		Build-Depends: debhelper-compat (= 13)
+		Rules-Requires-Root: no
+		Standards-Version: 4.6.2
 		Homepage: https://github.com/moby/moby
+
+		Package: moby-ab-dockerd
+		Architecture: amd64
+		Pre-Depends: \${misc:Pre-Depends}
+		Depends: \${misc:Depends}, moby-ab-runtime (>= $RUNTIME_VERSION), tini (>= 0.19.0), iproute2, passwd
+		Suggests: docker-ce-cli
 		Description: $description
 		 The Docker Engine daemon (dockerd) with docker-proxy and docker-init, in
 		 /usr/lib/moby-ab/bin beside any system Docker. It runs as its own service,
@@ -238,42 +241,39 @@ build_dockerd() { # patched|stock
 		 layer downloads limited per registry, adaptively. A version without it is
 		 the release as upstream tagged it.
 	EOF
-	finish "$root" moby-ab-dockerd "$version"
+	build_package "$src" moby-ab-dockerd "$version"
 }
 
 build_runtime() {
-	local root version b deps
+	local src version b
 	runtime_versions
 	version=$RUNTIME_VERSION-$REVISION
-	root=$(new_root runtime)
-	install -d -m 0755 "$root/$LIB/bin" "$root/usr/share/lintian/overrides" "$root/usr/share/doc/moby-ab-runtime"
+	src=$(new_source runtime)
+	install -d -m 0755 "$src/bin"
 	for b in containerd containerd-shim-runc-v2 runc criu; do
-		install -m 0755 "$AB_PREFIX/bin/$b" "$root/$LIB/bin/$b"
-	done
-	install -m 0644 "$SRC/runtime.copyright" "$root/usr/share/doc/moby-ab-runtime/copyright"
-	install -m 0644 "$SRC/runtime.lintian-overrides" "$root/usr/share/lintian/overrides/moby-ab-runtime"
-	changelog "$root" moby-ab-runtime "$version" \
+		install -m 0755 "$AB_PREFIX/bin/$b" "$src/bin/$b"
+		echo "bin/$b $LIB/bin"
+	done >"$src/debian/moby-ab-runtime.install"
+	install -m 0644 "$SRC/runtime.copyright" "$src/debian/copyright"
+	install -m 0644 "$SRC/runtime.lintian-overrides" "$src/debian/moby-ab-runtime.lintian-overrides"
+	changelog "$src" moby-ab-runtime "$version" \
 		"containerd v$CONTAINERD_V with containerd-shim-runc-v2, runc $RUNC_V (seccomp), CRIU $CRIU_V, as hack/stack/install-deps.sh builds them for Docker Engine $UPSTREAM_VERSION."
-	# The shared libraries they need, as dpkg-shlibdeps finds them on this
-	# system; and what CRIU runs to dump a container's network namespace: ip,
-	# and iptables-restore to lock its network while it dumps.
-	install -d "$STAGE/shlibs/debian"
-	printf 'Source: moby-ab\n\nPackage: moby-ab-runtime\nArchitecture: amd64\n' >"$STAGE/shlibs/debian/control"
-	rm -rf "$STAGE/shlibs/debian/moby-ab-runtime"
-	cp -a "$root" "$STAGE/shlibs/debian/moby-ab-runtime"
-	deps=$(cd "$STAGE/shlibs" && dpkg-shlibdeps -O debian/moby-ab-runtime/$LIB/bin/* 2>"$STAGE/shlibdeps.log" |
-		sed -n 's/^shlibs:Depends=//p') || true
-	[ -n "$deps" ] || { cat "$STAGE/shlibdeps.log" >&2; die "deb: dpkg-shlibdeps failed for the runtime"; }
-	cat >"$root/DEBIAN/control" <<-EOF
-		Package: moby-ab-runtime
-		Version: $version
-		Architecture: amd64
-		Maintainer: $MAINTAINER
-		Installed-Size: $(installed_size "$root")
-		Depends: $deps, iproute2, iptables
+	# shlibs:Depends: the shared libraries they need, as dh_shlibdeps finds
+	# them on this system; and what CRIU runs to dump a container's network
+	# namespace: ip, and iptables-restore to lock its network while it dumps.
+	cat >"$src/debian/control" <<-EOF
+		Source: moby-ab-runtime
 		Section: admin
 		Priority: optional
+		Maintainer: $MAINTAINER
+		Build-Depends: debhelper-compat (= 13)
+		Rules-Requires-Root: no
+		Standards-Version: 4.6.2
 		Homepage: https://github.com/containerd/containerd
+
+		Package: moby-ab-runtime
+		Architecture: amd64
+		Depends: \${shlibs:Depends}, \${misc:Depends}, iproute2, iptables
 		Description: containerd, runc and CRIU pinned for moby-ab's Docker Engine
 		 containerd v$CONTAINERD_V and its runc shim, runc $RUNC_V and CRIU $CRIU_V, in
 		 /usr/lib/moby-ab/bin, where moby-ab-dockerd's dockerd finds them; Debian's
@@ -281,7 +281,7 @@ build_runtime() {
 		 processes with TCP sockets on Linux 6.16 and later, which Debian's CRIU
 		 cannot.
 	EOF
-	finish "$root" moby-ab-runtime "$version"
+	build_package "$src" moby-ab-runtime "$version"
 }
 
 mkdir -p "$OUT"

@@ -72,8 +72,8 @@ APT_PACKAGES=(
 	# installed with the service kept from starting, as the others
 	prometheus
 	# Debian packages for test nodes (make deb) and their test in a debootstrap
-	# root: dpkg-shlibdeps, lintian, systemd-analyze and systemd-socket-activate
-	dpkg-dev lintian systemd
+	# root: debhelper (dpkg-buildpackage), lintian, systemd-analyze and systemd-socket-activate
+	dpkg-dev debhelper lintian systemd
 	# the signed apt repository test nodes install from (hack/nodes/apt-repo.sh)
 	reprepro gnupg
 	# the fleet playbooks (hack/nodes/ansible) and their test nodes (hack/nodes/nodes.sh)
