@@ -83,6 +83,8 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 		-e "moby_ab_undrain_command='echo undrain \$(date +%s.%N) >>/var/tmp/moby-ab-drain.log'"
 	assert_success
 	assert_output --partial "The restored process went on from its checkpoint"
+	# as the packaged daemon.json sets them, read back from each daemon
+	assert_output --partial "the checkpoint options took effect: max-concurrent=2, max-waiting=64, queue-order=smallest-first"
 	assert_output --regexp 'ab-node1 +: ok=[0-9]+ +changed=[0-9]+ +unreachable=0 +failed=0'
 	assert_output --regexp 'ab-node2 +: ok=[0-9]+ +changed=[0-9]+ +unreachable=0 +failed=0'
 	for i in 1 2; do
@@ -97,6 +99,22 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	drain2=$(on_node 2 "awk '\$1 == \"drain\" {print \$2}' /var/tmp/moby-ab-drain.log")
 	awk -v a="$back1" -v b="$drain2" 'BEGIN { exit !(a < b) }'
 	for i in 1 2; do on_node "$i" 'rm -f /var/tmp/moby-ab-drain.log'; done
+}
+
+@test "nodes: the check finds a daemon.json option the daemon does not run with" {
+	pid=$(on_node 1 'cat /run/moby-ab-docker.pid')
+	# edited, and not reloaded: the daemon still runs max-concurrent 2
+	on_node 1 'cp /etc/moby-ab/daemon.json /var/tmp/daemon.json.good && jq ".checkpoints[\"max-concurrent\"] = 3" /var/tmp/daemon.json.good >/etc/moby-ab/daemon.json'
+	run play check.yml -l ab-node1 -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
+	on_node 1 'mv /var/tmp/daemon.json.good /etc/moby-ab/daemon.json'
+	assert_failure
+	assert_output --partial "the daemon runs checkpoints.max-concurrent=2"
+	assert_output --partial "daemon.json sets 3, 64, smallest-first"
+	# the check changed nothing: the same daemon, which passes it again
+	[ "$(on_node 1 'cat /run/moby-ab-docker.pid')" = "$pid" ]
+	run play check.yml -l ab-node1 -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
+	assert_success
+	assert_output --partial "the checkpoint options took effect: max-concurrent=2"
 }
 
 @test "nodes: a daemon.json the new build refuses stops the rollout before the node changes" {
