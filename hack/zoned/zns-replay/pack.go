@@ -38,7 +38,8 @@ func (z *zonePack) admitOnStart() bool { return true }
 
 // admit plans im's stream; when it does not fit, it relocates the live
 // data of the zones the placement picks, one at a time, as the daemon's
-// store does, and tries again.
+// store does, and tries again; with no zone left to pick, it plans the
+// stream in the empty zone kept for relocations too.
 func (z *zonePack) admit(im *image) (string, error) {
 	if why := overReserve(z.base, im, z.reserve); why != "" {
 		return why, nil
@@ -57,6 +58,16 @@ func (z *zonePack) admit(im *image) (string, error) {
 			v = z.p.Victim(nil)
 		}
 		if v < 0 {
+			// Nothing left to relocate: the empty zone kept for
+			// relocations too, as the store does.
+			s, err = z.p.BeginWithSpare(im.container, im.padded, at(im.created))
+			if err == nil {
+				im.stream = s
+				return "", nil
+			}
+			if !errors.Is(err, zoned.ErrNoSpace) {
+				return "", err
+			}
 			return "device full: " + strings.TrimPrefix(err.Error(), zoned.ErrNoSpace.Error()+": "), nil
 		}
 		err = z.relocate(v)

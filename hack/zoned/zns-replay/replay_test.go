@@ -406,14 +406,14 @@ func TestZoneTailUnderPressure(t *testing.T) {
 	assert.Check(t, b.dev.m.MaxOpen <= 8)
 }
 
-// The daemon's placement on the trace under pressure: nothing relocated,
-// finished early or failed where the shared log fails nothing, and its
-// zones are used better than the logs'.
+// The daemon's placement on the trace under pressure: nothing finished
+// early or failed where the shared log fails nothing, less than a tenth of
+// its relocation (the empty zone kept for relocations costs some: 0.3% of
+// the bytes written), and its zones are used better than the logs'.
 func TestZonePackUnderPressure(t *testing.T) {
 	es := underPressure()
 	b := checkedReplay(t, es, defaultGeo, "zone-pack", defaultParams).state()
 	assert.Check(t, is.Len(b.failures, 0))
-	assert.Check(t, is.Equal(b.dev.relocatedBytes, int64(0)))
 	assert.Check(t, is.Equal(b.dev.m.FinishedUnwritten, int64(0)))
 	assert.Check(t, b.dev.m.MaxActive <= defaultGeo.MaxActive)
 	pack, err := replay(es, defaultGeo, "zone-pack", defaultParams, false)
@@ -421,6 +421,7 @@ func TestZonePackUnderPressure(t *testing.T) {
 	shared, err := replay(es, defaultGeo, "shared-log", defaultParams, false)
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(shared.Metrics.Failed, 0))
+	assert.Check(t, pack.Metrics.RelocatedBytes*10 < shared.Metrics.RelocatedBytes, "zone-pack relocated %d, the shared log %d", pack.Metrics.RelocatedBytes, shared.Metrics.RelocatedBytes)
 	assert.Check(t, *pack.Metrics.UtilUsedMean > *shared.Metrics.UtilUsedMean)
 	assert.Check(t, is.Equal(pack.Metrics.WastedBytes, shared.Metrics.WastedBytes), "the block padding only")
 }
@@ -454,7 +455,9 @@ func TestZonePackRelocatesOnlyWhenACreateWouldFail(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Check(t, is.Len(o.Failures, 0))
 	assert.Check(t, o.Metrics.RelocatedBytes > 0)
-	assert.Check(t, o.Metrics.RelocatedBytes <= 2*MiB/4, "%d relocated: more than two zones' live data", o.Metrics.RelocatedBytes)
+	// Three zones' live data: the create takes two empty zones and leaves
+	// the one kept for relocations.
+	assert.Check(t, o.Metrics.RelocatedBytes <= 3*MiB/4, "%d relocated: more than three zones' live data", o.Metrics.RelocatedBytes)
 	assert.Check(t, o.Metrics.GCRuns > 0)
 	// Without the last create, nothing moves.
 	o, err = replay(es[:len(es)-1], g, "zone-pack", params{Chunk: 256 * KiB}, false)

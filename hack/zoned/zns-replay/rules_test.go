@@ -108,7 +108,9 @@ func TestReserveZeroLogsFailNoCreateTheReserveFailed(t *testing.T) {
 // The oracle, placing by the death times it knows, fails no more creates
 // than any other policy on small traces, and over the traces both store
 // whole relocates no more than the shared and multi-head logs. It is no
-// bound: zone-pack, where both store every create, relocates less.
+// bound (zns_bound.py's exact optimum is): on these traces zone-pack,
+// keeping an empty zone to relocate into as the logs do, relocates about
+// 1.3 times what the oracle does, but less than the shared log.
 func TestOracleWritesNoMoreThanAnyPolicy(t *testing.T) {
 	g := geo(MiB, 24, 6, 6)
 	relocated := map[string]int64{}
@@ -132,7 +134,7 @@ func TestOracleWritesNoMoreThanAnyPolicy(t *testing.T) {
 	for _, policy := range []string{"shared-log", "multi-log"} {
 		assert.Check(t, relocated["oracle vs "+policy] <= relocated[policy], "the oracle relocated %d, %s %d", relocated["oracle vs "+policy], policy, relocated[policy])
 	}
-	assert.Check(t, relocated["zone-pack"] < relocated["oracle vs zone-pack"])
+	assert.Check(t, relocated["zone-pack"] < relocated["shared-log"], "zone-pack relocated %d, the shared log %d", relocated["zone-pack"], relocated["shared-log"])
 	assert.Check(t, oracle > 0)
 }
 
