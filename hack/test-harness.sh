@@ -54,6 +54,8 @@ check "harness: suites, statistics, report (unittest)" env PYTHONPATH="$AB_ROOT/
 # every run a doc names is committed, every committed run is cited and
 # indexed, the durations and headline figures docs quote agree (about 1 s)
 check "docs: measurements cited and indexed, durations and headline figures agree" "$PYTHON" "$AB_ROOT/hack/check-docs.py"
+check "apihash: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/stack/apihash' && go vet . && go test -count=1 ."
+check "typecheck: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/stack/typecheck' && go vet . && go test -count=1 ."
 check "linkemu: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/hosts/linkemu' && go vet . && go test -count=1 ."
 check "pingpong: go vet and unit tests" bash -c "cd '$AB_ROOT/hack/hosts/testimages/pingpong' && go vet . && go test -count=1 ."
 # the log-writes replayer of the power-cut case reads a device: FuzzParse for a

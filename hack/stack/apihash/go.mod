@@ -1,0 +1,3 @@
+module moby-ab/apihash
+
+go 1.24

@@ -1,0 +1,3 @@
+module moby-ab/typecheck
+
+go 1.24
