@@ -99,7 +99,7 @@ func TestAPIHashRefusesWhatDoesNotCompile(t *testing.T) {
 	}
 	dir := module(t, strings.Replace(base, "return len(p.Zones)", "return undefined + len(p.Zones)", 1))
 	var out bytes.Buffer
-	chdir(t, dir)
+	t.Chdir(dir)
 	if err := run(&out, "", []string{"./p"}); err == nil {
 		t.Fatalf("a package that does not compile hashed: %s", out.String())
 	}
@@ -127,7 +127,7 @@ func writePackage(t *testing.T, dir, src string) {
 
 func hashOf(t *testing.T, dir string) string {
 	t.Helper()
-	chdir(t, dir)
+	t.Chdir(dir)
 	var out bytes.Buffer
 	if err := run(&out, "", []string{"./p"}); err != nil {
 		t.Fatal(err)
@@ -137,16 +137,4 @@ func hashOf(t *testing.T, dir string) string {
 		t.Fatalf("want one line for example.com/m/p, got %q", out.String())
 	}
 	return f[1]
-}
-
-func chdir(t *testing.T, dir string) {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chdir(dir); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Chdir(wd) })
 }

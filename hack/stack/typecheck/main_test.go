@@ -73,7 +73,7 @@ func TestTypecheck(t *testing.T) {
 			for name, src := range tc.extra {
 				write(t, dir, name, src)
 			}
-			chdir(t, dir)
+			t.Chdir(dir)
 			t.Setenv("GOOS", tc.goos)
 			t.Setenv("GOARCH", "amd64")
 			t.Setenv("CGO_ENABLED", "0")
@@ -114,7 +114,7 @@ func TestTypecheckRefusesCgo(t *testing.T) {
 		write(t, dir, name, src)
 	}
 	write(t, dir, "p/p_cgo.go", "package p\n\n// int one(void) { return 1; }\nimport \"C\"\n\nfunc One() int { return int(C.one()) }\n")
-	chdir(t, dir)
+	t.Chdir(dir)
 	t.Setenv("GOOS", "linux")
 	t.Setenv("CGO_ENABLED", "1")
 	var out bytes.Buffer
@@ -136,16 +136,4 @@ func write(t *testing.T, dir, name, src string) {
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func chdir(t *testing.T, dir string) {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chdir(dir); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Chdir(wd) })
 }
