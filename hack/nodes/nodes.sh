@@ -47,6 +47,8 @@ cmd_image() {
 		return
 	fi
 	local tmp
+	# (a fresh machine has no cache yet)
+	mkdir -p "$AB_CACHE/deb-root"
 	tmp=$(mktemp -d "$AB_CACHE/deb-root/.node.XXXXXX")
 	# shellcheck disable=SC2064 # expand now: the path is fixed
 	trap "rm -rf --one-file-system '$tmp'" EXIT
