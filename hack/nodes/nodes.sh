@@ -4,12 +4,13 @@
 # dependencies) on a tmpfs of its own, with its own network namespace
 # (ab-node<i>, at 10.205.<i>.2 behind a veth from the host's 10.205.<i>.1),
 # mount, UTS (host name ab-node<i>) and PID namespaces. Its init is tini, which
-# runs sshd; everything started on the node (dockerd, containers) lives in its
-# PID namespace and dies with it.
+# runs sshd, or systemd (--systemd), which runs ssh.service; everything started
+# on the node (dockerd, containers) lives in its PID namespace and dies with it.
 #
-#   hack/nodes/nodes.sh up DIR N     start nodes 1..N under DIR (empty or missing); writes
+#   hack/nodes/nodes.sh up DIR N [--systemd I[,I...]]
+#                                    start nodes 1..N under DIR (empty or missing); writes
 #                                    DIR/inventory.ini (Ansible), DIR/ssh_config, DIR/known_hosts
-#                                    and DIR/id_ed25519
+#                                    and DIR/id_ed25519; nodes I... boot systemd as their init
 #   hack/nodes/nodes.sh down DIR     stop the nodes under DIR and remove everything they had:
 #                                    processes, containers' cgroups, namespaces, veths, tmpfs, DIR
 #   hack/nodes/nodes.sh ssh DIR I [CMD...]   a shell (or CMD) on node I
@@ -17,10 +18,15 @@
 #
 # No node has a route beyond the host: the tests talk only to addresses they
 # made. Nodes therefore carry in their image what apt would fetch for the
-# project's packages and for the A/B harness (NODE_PACKAGES), and no systemd
-# runs as their init: hack/nodes/unit-run (/usr/local/sbin/unit-run on the
-# node) starts a unit's command line as systemd would, and the playbooks use it
-# where the inventory names it (moby_ab_service_command).
+# project's packages and for the A/B harness (NODE_PACKAGES). On a node whose
+# init is tini, hack/nodes/unit-run (/usr/local/sbin/unit-run on the node)
+# starts a unit's command line as systemd would, and the playbooks use it where
+# the inventory names it (moby_ab_service_command, set for those nodes only).
+# A systemd node is a container as systemd knows one (container=moby-ab-node):
+# a cgroup namespace rooted at a group of its own in each of this machine's
+# hierarchies (moby-ab-node<i>), where systemd and the node's dockerd make
+# theirs; its units are the image's, less those that would change this
+# machine (console, sysctls, modules, clock) and apt's timers.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
@@ -77,8 +83,24 @@ cmd_image() {
 node_ns() { echo "ab-node$1"; }
 
 cmd_up() {
-	local dir=${1:?usage: hack/nodes/nodes.sh up DIR N} n=${2:?usage: hack/nodes/nodes.sh up DIR N} i
+	local usage="usage: hack/nodes/nodes.sh up DIR N [--systemd I[,I...]]"
+	local dir=${1:?$usage} n=${2:?$usage} i systemd=
 	[[ $n =~ ^[1-9]$ ]] || die "nodes: N is 1 to 9, not $n"
+	shift 2
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--systemd)
+			[ $# -ge 2 ] || die "$usage"
+			systemd=,$2,
+			shift 2
+			;;
+		*) die "nodes: unknown argument '$1' ($usage)" ;;
+		esac
+	done
+	[[ $systemd =~ ^(,[1-9])*,?$ ]] || die "nodes: --systemd takes node numbers, comma separated (got '${systemd//,/ }')"
+	for i in $(tr ',' ' ' <<<"$systemd"); do
+		[ "$i" -le "$n" ] || die "nodes: --systemd $i: there are $n nodes"
+	done
 	mkdir -p "$dir"
 	[ -z "$(ls -A "$dir")" ] || die "nodes: $dir is not empty"
 	dir=$(cd "$dir" && pwd)
@@ -94,7 +116,11 @@ cmd_up() {
 		echo "[nodes]"
 	} >"$dir/inventory.ini"
 	for ((i = 1; i <= n; i++)); do
-		node_up "$dir" "$i"
+		if [[ $systemd == *,$i,* ]]; then
+			node_up "$dir" "$i" systemd
+		else
+			node_up "$dir" "$i" tini
+		fi
 	done
 	cat >>"$dir/inventory.ini" <<-EOF
 
@@ -103,8 +129,6 @@ cmd_up() {
 		ansible_ssh_private_key_file=$dir/id_ed25519
 		ansible_ssh_common_args='-F $dir/ssh_config'
 		ansible_python_interpreter=/usr/bin/python3
-		# no systemd runs as these nodes' init
-		moby_ab_service_command=/usr/local/sbin/unit-run
 	EOF
 	for ((i = 1; i <= n; i++)); do
 		wait_ssh "$dir" "$i"
@@ -140,8 +164,19 @@ reclaim() { # i
 	! ip link show "ab-node$i" >/dev/null 2>&1 || die "nodes: link ab-node$i exists"
 }
 
-node_up() { # dir i
-	local dir=$1 i=$2 ns root addr
+# The hierarchies of this machine's cgroups (cgroup v1 controllers, the
+# named systemd one, the unified one): "dir mount-options" lines.
+cgroup_hierarchies() {
+	findmnt -rn -R -o TARGET,FSTYPE,OPTIONS /sys/fs/cgroup | while read -r t fs o; do
+		case $fs in
+		cgroup) echo "$t $(tr ',' '\n' <<<"$o" | grep -vxE 'rw|ro|relatime|noatime|nosuid|nodev|noexec' | paste -sd,)" ;;
+		cgroup2) echo "$t -" ;;
+		esac
+	done
+}
+
+node_up() { # dir i tini|systemd
+	local dir=$1 i=$2 init=$3 ns root addr h o u
 	ns=$(node_ns "$i")
 	root=$dir/node$i/root
 	addr=$NODE_NET.$i.2
@@ -167,7 +202,33 @@ node_up() { # dir i
 		  BatchMode yes
 		  ConnectTimeout 5
 	EOF
-	echo "ab-node$i ansible_host=$addr" >>"$dir/inventory.ini"
+	if [ "$init" = systemd ]; then
+		echo "ab-node$i ansible_host=$addr" >>"$dir/inventory.ini"
+		# Units that would change this machine, which the node shares
+		# (its console, kernel settings, modules, binfmt handlers, clock),
+		# are masked; so are apt's timers, which would take apt's lock
+		# from under a rollout, and the image's registry, whose port the
+		# harness's own takes.
+		for u in console-getty.service getty.target systemd-sysctl.service systemd-modules-load.service \
+			systemd-binfmt.service proc-sys-fs-binfmt_misc.automount systemd-timesyncd.service \
+			systemd-remount-fs.service apt-daily.timer apt-daily-upgrade.timer docker-registry.service; do
+			ln -sf /dev/null "$root/etc/systemd/system/$u"
+		done
+		ln -sf /lib/systemd/system/multi-user.target "$root/etc/systemd/system/default.target"
+		# A group of the node's own in every hierarchy: its cgroup namespace's root.
+		: >"$dir/node$i/cgroups"
+		while read -r h o; do
+			mkdir -p "$h/moby-ab-node$i"
+			if [ -f "$h/cpuset.cpus" ]; then
+				cat "$h/cpuset.cpus" >"$h/moby-ab-node$i/cpuset.cpus"
+				cat "$h/cpuset.mems" >"$h/moby-ab-node$i/cpuset.mems"
+			fi
+			echo "$h $o" >>"$dir/node$i/cgroups"
+		done < <(cgroup_hierarchies)
+	else
+		# no systemd runs as this node's init
+		echo "ab-node$i ansible_host=$addr moby_ab_service_command=/usr/local/sbin/unit-run" >>"$dir/inventory.ini"
+	fi
 
 	ip netns add "$ns"
 	touch "$dir/node$i/netns"
@@ -181,23 +242,55 @@ node_up() { # dir i
 	ls -d /sys/fs/cgroup/*/docker >"$dir/node$i/cgroups-before" 2>/dev/null || true
 	# --kill-child: the node's init (and so its PID namespace) dies with unshare.
 	setsid nsenter --net="/run/netns/$ns" -- unshare --mount --uts --pid --fork --kill-child --propagation slave -- \
-		"$0" node-init "$root" "ab-node$i" </dev/null >"$dir/node$i/init.log" 2>&1 &
+		"$0" node-init "$root" "ab-node$i" "$init" "$dir/node$i/cgroups" </dev/null >"$dir/node$i/init.log" 2>&1 &
 	echo $! >"$dir/node$i/pid"
 }
 
-# node-init, inside the node's namespaces (PID 1 until it execs tini): mounts,
-# the host name, the new root, sshd.
-cmd_node_init() { # root hostname
-	local root=$1
+# node-init, inside the node's namespaces (PID 1 until it execs its init):
+# mounts, the host name, the new root; tini and sshd, or systemd.
+cmd_node_init() { # root hostname tini|systemd cgroups-file
+	local root=$1 init=$3 h o
 	hostname "$2"
+	if [ "$init" = systemd ]; then
+		# Into the node's group of every hierarchy, then a cgroup
+		# namespace rooted there.
+		while read -r h o; do
+			echo $$ >"$h/${2/ab-node/moby-ab-node}/cgroup.procs"
+		done <"$4"
+		exec unshare --cgroup -- "$0" node-init-root "$root" "$init" "$4"
+	fi
+	cmd_node_init_root "$root" "$init" "$4"
+}
+
+cmd_node_init_root() { # root tini|systemd cgroups-file
+	local root=$1 init=$2 h o
 	mount --bind "$root" "$root"
 	mount -t proc proc "$root/proc"
 	mount --rbind /sys "$root/sys"
 	mount --rbind /dev "$root/dev"
 	mkdir -p "$root/run/sshd" "$root/run/lock"
+	if [ "$init" = systemd ]; then
+		# The hierarchies again, as the cgroup namespace sees them: the
+		# node's groups are their roots.
+		umount -R "$root/sys/fs/cgroup"
+		mount -t tmpfs -o mode=0755,nosuid,nodev,noexec cgroup "$root/sys/fs/cgroup"
+		while read -r h o; do
+			mkdir -p "$root$h"
+			if [ "$o" = - ]; then
+				mount -t cgroup2 -o nosuid,nodev,noexec cgroup2 "$root$h"
+			else
+				mount -t cgroup -o "nosuid,nodev,noexec,$o" cgroup "$root$h"
+			fi
+		done <"$3"
+	fi
 	cd "$root"
 	mkdir -p .host
 	pivot_root . .host
+	if [ "$init" = systemd ]; then
+		# shellcheck disable=SC2016 # expanded by the inner shell
+		exec chroot . /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 container=moby-ab-node \
+			/bin/sh -c 'umount -l /.host && rmdir /.host && exec /lib/systemd/systemd --system'
+	fi
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	exec chroot . /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
 		/bin/sh -c 'umount -l /.host && rmdir /.host && exec /usr/bin/tini -s -g -- /usr/sbin/sshd -D -e'
@@ -242,6 +335,20 @@ cmd_down() {
 				rmdir "$f" 2>/dev/null || true
 			done
 		done
+		# A systemd node's groups (its cgroup namespace's roots), deepest
+		# first: what systemd and the node's dockerd made in them.
+		if [ -f "$d/cgroups" ]; then
+			while read -r f c; do
+				[ -d "$f/moby-ab-node$i" ] || continue
+				for ((t = 0; t < 50; t++)); do
+					find "$f/moby-ab-node$i" -depth -type d -exec rmdir {} + 2>/dev/null || true
+					[ -d "$f/moby-ab-node$i" ] || break
+					find "$f/moby-ab-node$i" -name cgroup.procs -print0 2>/dev/null | xargs -0r cat 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+					sleep 0.1
+				done
+				[ ! -d "$f/moby-ab-node$i" ] || warn "nodes: $f/moby-ab-node$i could not be removed"
+			done <"$d/cgroups"
+		fi
 		if [ -f "$d/cgroups-before" ]; then
 			for f in /sys/fs/cgroup/*/docker; do
 				[ -d "$f" ] || continue
@@ -274,5 +381,6 @@ up) cmd_up "$@" ;;
 down) cmd_down "$@" ;;
 ssh) cmd_ssh "$@" ;;
 node-init) cmd_node_init "$@" ;;
+node-init-root) cmd_node_init_root "$@" ;;
 *) die "usage: hack/nodes/nodes.sh up DIR N | down DIR | ssh DIR I [CMD...] | image" ;;
 esac
