@@ -2,8 +2,10 @@
 # Test nodes end to end ("Install on test nodes" in docs/test-nodes.md): two
 # nodes made by hack/nodes/nodes.sh (Debian 12 roots with sshd, each in network,
 # mount, UTS and PID namespaces of its own, reached over ssh at 10.205.<i>.2),
-# driven by Ansible as real nodes are. The rollout playbook installs the
-# packages on both and checks them; a build that fails its check is rolled
+# driven by Ansible as real nodes are: node 1's init is tini (the playbooks run
+# the units with unit-run), node 2's is systemd (they go through systemctl).
+# The rollout playbook installs the packages from a signed apt repository on
+# both and checks them; a build that fails its check is rolled
 # back on the first node and never reaches the second; the A/B playbook runs
 # a small suite on both and writes one report; a node goes back to stock. The tests run in order, each
 # from where the one before left the nodes; every node goes at the end.
@@ -32,14 +34,36 @@ setup_file() {
 	mkdir "$WORK/broken-deb"
 	dpkg-deb -Zgzip -b "$WORK/broken" "$WORK/broken-deb/" >/dev/null
 	"$AB_ROOT/hack/nodes/bundle.sh" --out "$WORK/bundle" >/dev/null
-	"$AB_ROOT/hack/nodes/nodes.sh" up "$WORK/nodes" 2
+	"$AB_ROOT/hack/nodes/nodes.sh" up "$WORK/nodes" 2 --systemd 2
+	# The packages as a signed apt repository, served over HTTP to each node
+	# at its gateway address (its only route): its index and pool, not the
+	# signing key beside them.
+	"$AB_ROOT/hack/nodes/apt-repo.sh" add "$WORK/apt" "$WORK"/debs/*.deb >/dev/null
+	mkdir "$WORK/www"
+	cp -a "$WORK/apt/dists" "$WORK/apt/pool" "$WORK/www/"
+	local i
+	for i in 1 2; do
+		setsid python3 -u -m http.server --bind "10.205.$i.1" --directory "$WORK/www" "$APT_PORT" \
+			</dev/null >"$WORK/www-$i.log" 2>&1 &
+		echo $! >"$WORK/www-$i.pid"
+	done
+	for i in 1 2; do
+		wait_for 20 curl -sf -o /dev/null "http://10.205.$i.1:$APT_PORT/dists/bookworm/InRelease" || {
+			cat "$WORK/www-$i.log" >&2
+			return 1
+		}
+	done
 }
 
 teardown_file() {
 	local work
 	work=$(cat "$BATS_FILE_TMPDIR/work" 2>/dev/null) || return 0
 	[ -d "$work" ] || return 0
-	local d
+	local d f
+	for f in "$work"/www-*.pid; do
+		[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+	done
+	"$AB_ROOT/hack/nodes/apt-repo.sh" stop "$work/apt"
 	for d in nodes left again third; do
 		"$AB_ROOT/hack/nodes/nodes.sh" down "$work/$d"
 	done
@@ -49,6 +73,9 @@ teardown_file() {
 setup() {
 	load_libs
 }
+
+# the apt repository's port on each node's gateway address
+APT_PORT=8707
 
 patched_version() { "$AB_ROOT/bin/dockerd-patched" --version | sed -n 's/^Docker version \([^,]*\),.*/\1/p'; }
 
@@ -75,10 +102,20 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	run on_node 1 'cat /proc/1/comm; ls /proc | grep -c "^[0-9]"'
 	assert_line --index 0 tini
 	[ "${lines[1]}" -lt 20 ]
+	# node 2 boots systemd, which runs sshd, in a cgroup tree of the node's own
+	run on_node 2 'cat /proc/1/comm; systemctl is-system-running; systemctl is-active ssh.service; cat /proc/self/cgroup'
+	assert_line --index 0 systemd
+	assert_line --index 1 running
+	assert_line --index 2 active
+	assert_line --regexp '^[0-9]+:name=systemd:/system[.]slice/ssh[.]service'
+	[ -d /sys/fs/cgroup/systemd/moby-ab-node2/system.slice/ssh.service ]
 }
 
-@test "nodes: the rollout installs the patched build on every node and checks it" {
-	run play rollout.yml -e moby_ab_debs="$WORK/debs" -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar" \
+@test "nodes: the rollout installs the patched build from the apt repository on every node and checks it" {
+	# each node reaches the repository at its own gateway (10.205.<i>.1)
+	run play rollout.yml -e "moby_ab_apt_repo='http://{{ ansible_host | regex_replace(\"[.]2\$\", \".1\") }}:$APT_PORT'" \
+		-e moby_ab_apt_keyring="$("$AB_ROOT/hack/nodes/apt-repo.sh" key "$WORK/apt")" \
+		-e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar" \
 		-e "moby_ab_drain_command='echo drain \$(date +%s.%N) >>/var/tmp/moby-ab-drain.log'" \
 		-e "moby_ab_undrain_command='echo undrain \$(date +%s.%N) >>/var/tmp/moby-ab-drain.log'"
 	assert_success
@@ -87,9 +124,24 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	assert_output --partial "the checkpoint options took effect: max-concurrent=2, max-waiting=64, queue-order=smallest-first"
 	assert_output --regexp 'ab-node1 +: ok=[0-9]+ +changed=[0-9]+ +unreachable=0 +failed=0'
 	assert_output --regexp 'ab-node2 +: ok=[0-9]+ +changed=[0-9]+ +unreachable=0 +failed=0'
+	local deb
+	deb=moby-ab-dockerd_$(patched_version)-1_amd64.deb
+	# node 2's daemon is systemd's service, restarted by the rollout
+	run on_node 2 'systemctl show -p ActiveState,SubState,NRestarts moby-ab-docker.service; systemctl show -p MainPID --value moby-ab-docker.service; cat /run/moby-ab-docker.pid'
+	assert_line ActiveState=active
+	assert_line SubState=running
+	assert_line NRestarts=0
+	[ "${lines[3]}" = "${lines[4]}" ] && [ "${lines[3]}" != 0 ]
 	for i in 1 2; do
 		[ "$(installed "$i")" = "$(patched_version)-1" ]
 		[ "$(serving "$i")" = "$(patched_version)" ]
+		# from the repository: each node fetched the package from its
+		# server, and keeps the repository's bytes for a rollback
+		grep -F "\"GET /pool/main/m/moby-ab-dockerd/${deb//+/%2b} HTTP/1.1\" 200" "$WORK/www-$i.log" | grep "^10[.]205[.]$i[.]2 "
+		[ "$(on_node "$i" "sha256sum /var/cache/moby-ab/debs/$deb" | cut -d' ' -f1)" = \
+			"$(sha256sum "$WORK"/apt/pool/*/*/*/"$deb" | cut -d' ' -f1)" ]
+		run on_node "$i" 'cat /etc/apt/sources.list.d/moby-ab.list'
+		assert_output --partial "deb [signed-by=/usr/share/keyrings/moby-ab-archive-keyring.gpg] http://10.205.$i.1:$APT_PORT bookworm main stock"
 		# drained, then put back to work, once each
 		run on_node "$i" "cut -d' ' -f1 /var/tmp/moby-ab-drain.log | tr '\n' ' '"
 		assert_output "drain undrain "
@@ -206,6 +258,9 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	run ip link show
 	refute_output --partial ab-node
 	run grep moby-ab-node /proc/mounts
+	assert_output ""
+	# nor the systemd node's cgroups, with what systemd and dockerd made in them
+	run find /sys/fs/cgroup -maxdepth 2 -name 'moby-ab-node*'
 	assert_output ""
 }
 
