@@ -90,6 +90,8 @@ def run_min_capacity(r, traces, report, chosen):
             for p in s.policies:
                 tasks.append(("main", seed, reserve, p, s.geometry, s.chunk, s.costs))
     for d in s.devices:
+        if d.zones:  # a real device's zone count: nothing to bisect
+            continue
         for seed in list(report)[:d.seeds]:
             for reserve in d.reserves:
                 for p in d.policies or s.policies:

@@ -8,7 +8,10 @@ reserve and a fill, scenario "sweep"; or, scenario "min-capacity", the
 smallest device on which a policy fails no create of a seed's trace under a
 reserve. Fill is the trace's peak live data (every create stored, block
 padded) as a share of the usable capacity, the zones outside the reserve:
-a device of reserve + ceil(peak / (fill x zone capacity)) zones.
+a device of reserve + ceil(peak / (fill x zone capacity)) zones. A
+[[devices]] device given its real zone count (zones) keeps it in every
+cell: there the trace is fitted instead, every image scaled by one factor
+so that the peak is the fill's share of the zones outside the reserve.
 
 The traces (generate) are not in lockstep: every container has its own
 memory, interval, retention and start, and a share of them (misfit) change
@@ -77,6 +80,7 @@ class Device:
     interval_scale: float
     duration_s: float
     policies: list = None  # its own (a subset of the sweep's), or None: the sweep's
+    zones: int = 0  # a real device's zone count, every cell's (fitted); 0: each cell sized to its trace
 
     def mix(self, m):
         """The sweep's TraceMix m scaled to this device."""
@@ -197,7 +201,7 @@ def validate(v, d, s):
         w = ("devices", i)
         t = v.typed(t, dict, w, "a [[devices]] table")
         v.keys(t, w, DEVICE_KEYS + ("name", "fills", "reserves", "seeds", "chunk", "containers", "memory_scale",
-                                    "interval_scale", "duration", "policies"))
+                                    "interval_scale", "duration", "policies", "zones"))
         name = v.typed(t.get("name", ""), str, w + ("name",), "a name")
         if not name or name == "main" or name in seen:
             v.fail(w + ("name",), f"name: want a name of its own (not 'main'), got {name!r}")
@@ -227,6 +231,12 @@ def validate(v, d, s):
         for k in ("containers", "memory_scale", "interval_scale"):
             if getattr(dev, k) <= 0:
                 v.fail(w + (k,), f"{k}: want a number above 0")
+        if "zones" in t:
+            dev.zones = v.typed(t["zones"], int, w + ("zones",), "a number of zones")
+            least = max(max(reserves) + 1, g.max_open, g.max_active)
+            if dev.zones < least:
+                v.fail(w + ("zones",), f"zones: want at least {least} (above the largest reserve, and the open and "
+                                       f"active limits), got {dev.zones}")
         if "policies" in t:
             pol = v.typed(t["policies"], list, w + ("policies",), "a list")
             if not pol or len(set(pol)) != len(pol) or any(x not in s.policies for x in pol):
@@ -348,6 +358,30 @@ def peak_live(events, g):
     return peak
 
 
+# A fitted trace's peak is within this many steps of its target: the peak is
+# nearly proportional to the factor (block padding and rounding aside), so
+# one or two steps reach it; more mean the trace cannot be fitted.
+FIT_STEPS = 8
+
+
+def fitted(events, g, target):
+    """events with every create's bytes scaled by one factor so that their
+    peak live data (block padded) is at most target and within a zone's
+    capacity of it: (events, factor, peak). Times, containers, retention and
+    lifetimes stay the trace's; only its images are larger or smaller. How a
+    device of a real zone count is filled to a given share."""
+    k = 1.0
+    for _ in range(FIT_STEPS):
+        ev = [dataclasses.replace(e, bytes=max(1, round(e.bytes * k))) if e.op == "create" else e for e in events]
+        peak = peak_live(ev, g)
+        if target - g.zone_capacity < peak <= target:
+            return ev, k, peak
+        if peak == 0:
+            break
+        k *= (target - g.zone_capacity / 2) / peak
+    raise ValueError(f"no scale of the trace puts its peak live data within a zone of {units.human_size(int(target))}")
+
+
 def lifetimes(events):
     """How often a checkpoint lived within a factor 2 of its hint, and of
     the median of its container's earlier lifetimes (the predictor's
@@ -419,7 +453,7 @@ def run(r):
                     "devices": [{"name": d.name, "geometry": {k: v for k, v in vars(d.geometry).items() if k != "zones"},
                                  "costs": dict(vars(d.costs)) if d.costs else None, "fills": d.fills,
                                  "reserves": d.reserves, "seeds": d.seeds, "chunk": d.chunk,
-                                 "policies": d.policies or s.policies,
+                                 "policies": d.policies or s.policies, "zones": d.zones or None,
                                  "traces": dict(vars(d.mix(s.mix)))} for d in s.devices]}
     if s.min_capacity:
         doc["sweep"]["min_capacity"] = {"start_fill": START_FILL, "up_fills": list(UP_FILLS),
@@ -442,27 +476,47 @@ def run(r):
             **lifetimes(events)}
         return path, peak
 
+    def fit(d, seed, reserve, fill):
+        """A device of d.zones zones: the seed's trace fitted to fill its
+        zones outside the reserve."""
+        events, k, peak = fitted(generate(d.mix(s.mix), seed), d.geometry,
+                                 fill * (d.zones - reserve) * d.geometry.zone_capacity)
+        path = os.path.join(tdir, f"{d.name}-seed{seed}-reserve{reserve}-fill{fill:g}.csv")
+        zns.write_trace(path, events)
+        doc[f"traces:{d.name}"][str(seed)].setdefault("fitted", {})[f"{reserve}/{fill:g}"] = {
+            "scale": round(k, 6), "bytes": zns.describe_trace(events)["bytes"], "peak_live_bytes": peak,
+            "sha256": zns.trace_digest(path)}
+        return path, peak
+
     traces = {("main", seed): trace("main", s.mix, seed, g0) for seed in range(1, s.seeds + 1)}
     for d in s.devices:
         for seed in list(report)[:d.seeds]:
             traces[(d.name, seed)] = trace(d.name, d.mix(s.mix), seed, d.geometry)
+            if d.zones:
+                for reserve in d.reserves:
+                    for fill in d.fills:
+                        traces[(d.name, seed, reserve, fill)] = fit(d, seed, reserve, fill)
     r.results.save()
 
-    # A task: (device, seed, half, reserve, fill, geometry, chunk, cleaner, policies, costs, cleaner_of).
+    # A task: (device, seed, half, reserve, fill, geometry, chunk, cleaner, policies, costs, cleaner_of,
+    # its trace's key in traces: (device, seed), or (device, seed, reserve, fill) for a fitted one).
     def execute(tasks, label):
         zns.replayer()  # built once, before the replays that run it at once
         prog = Progress(len(tasks))
         with concurrent.futures.ThreadPoolExecutor(max_workers=s.jobs) as pool:
-            futs = [pool.submit(_replay, traces[(t[0], t[1])][0], t[5], t[8], t[6], t[3], t[7], t[9]) for t in tasks]
+            futs = [pool.submit(_replay, traces[t[11]][0], t[5], t[8], t[6], t[3], t[7], t[9]) for t in tasks]
             for i, (t, f) in enumerate(zip(tasks, futs)):
                 got = f.result()
-                device, seed, half, reserve, fill, g, _, _, _, _, cleaner_of = t
+                device, seed, half, reserve, fill, g, _, _, _, _, cleaner_of, key = t
+                fields = {"device": device}
+                if len(key) == 4:  # fitted: its own peak
+                    fields["peak_live_bytes"] = traces[key][1]
                 for p, (m, failed) in got.items():
                     doc["results"].append(Cell(p, params={"reserve": reserve, "cleaner": cleaner_of(p)},
                                                scenario="sweep",
                                                kind_fields={"policy": p, "seed": seed, "half": half,
                                                             "reserve": reserve, "fill": fill, "zones": g.zones,
-                                                            "device": device}).entry(metrics=m, failures=failed))
+                                                            **fields}).entry(metrics=m, failures=failed))
                 prog.step(f"{label}: {device} seed {seed} reserve {reserve} fill {fill:.0%} {t[7]}")
                 if i % 100 == 99:
                     r.results.save()
@@ -478,7 +532,7 @@ def run(r):
                 pols = s.policies if c == s.cleaners[0] else with_cleaner
                 if pols:
                     tasks.append(("main", seed, "tune", reserve, fill, g, s.chunk, c, pols, s.costs,
-                                  lambda p, c=c: c if p in BASELINES_WITH_CLEANER else None))
+                                  lambda p, c=c: c if p in BASELINES_WITH_CLEANER else None, ("main", seed)))
     execute(tasks, "tune")
     chosen = choose_cleaners(doc, s)
     doc["chosen_cleaners"] = chosen
@@ -492,17 +546,23 @@ def run(r):
         for reserve, fill in cells:
             g = sized(g0, fill_zones(traces[("main", seed)][1], g0, reserve, fill))
             for c, pols in by_cleaner.items():
-                tasks.append(("main", seed, "report", reserve, fill, g, s.chunk, c, pols, s.costs, chosen.get))
+                tasks.append(("main", seed, "report", reserve, fill, g, s.chunk, c, pols, s.costs, chosen.get,
+                              ("main", seed)))
     for d in s.devices:
         for seed in list(report)[:d.seeds]:
             for reserve in d.reserves:
                 for fill in d.fills:
-                    g = sized(d.geometry, fill_zones(traces[(d.name, seed)][1], d.geometry, reserve, fill))
+                    if d.zones:
+                        key = (d.name, seed, reserve, fill)
+                        g = sized(d.geometry, d.zones)
+                    else:
+                        key = (d.name, seed)
+                        g = sized(d.geometry, fill_zones(traces[key][1], d.geometry, reserve, fill))
                     for c, pols in by_cleaner.items():
                         pols = [p for p in pols if p in (d.policies or s.policies)]
                         if pols:
                             tasks.append((d.name, seed, "report", reserve, fill, g, d.chunk, c, pols, d.costs,
-                                          chosen.get))
+                                          chosen.get, key))
     execute(tasks, "report")
     if s.min_capacity:
         run_min_capacity(r, traces, report, chosen)

@@ -244,10 +244,11 @@ def safe_fill_table(doc, device="main"):
             if best is None:
                 none += 1
                 continue
-            zones = next(e["zones"] for e in doc["results"] if e["scenario"] == "sweep" and e["policy"] == p
-                         and e["seed"] == seed and e["reserve"] == reserve and e["fill"] == best
-                         and e.get("half") == "report" and e.get("device", "main") == device)
-            xs.append(zones * cap / peak)
+            e = next(e for e in doc["results"] if e["scenario"] == "sweep" and e["policy"] == p
+                     and e["seed"] == seed and e["reserve"] == reserve and e["fill"] == best
+                     and e.get("half") == "report" and e.get("device", "main") == device)
+            # (a device of a real zone count: the peak of the trace fitted to it)
+            xs.append(e["zones"] * cap / e.get("peak_live_bytes", peak))
         text = ci_text(xs)
         return text + f" ({none} fail at {min(fills):.0%})" if none else text
 
@@ -370,17 +371,24 @@ def device_section(doc, d):
     g, tm = d["geometry"], d["traces"]
     ts = doc.get(f"traces:{d['name']}", {})
     zones = [e["zones"] for e in doc["results"] if e.get("device") == d["name"]]
+    if d.get("zones"):
+        peaks = [f["peak_live_bytes"] for t in ts.values() for f in t.get("fitted", {}).values()]
+        scales = [f["scale"] for t in ts.values() for f in t.get("fitted", {}).values()]
+        size = (f"{d['zones']} zones in every cell (the real device's), each trace fitted to the cell's fill "
+                f"(images scaled {min(scales, default=0):.3f}x to {max(scales, default=0):.3f}x, "
+                f"{min(peaks, default=0) / 2**30:.0f} to {max(peaks, default=0) / 2**30:.0f} GiB peak live data)")
+    else:
+        size = f"{min(zones, default=0)} to {max(zones, default=0)} zones over the cells"
     md = [f"## Device {d['name']}", "",
           f"- zones of {units.human_size(g['zone_size'])} (capacity {units.human_size(g['zone_capacity'])}), max open "
-          f"{g['max_open']}, max active {g['max_active']}; {min(zones, default=0)} to {max(zones, default=0)} zones "
-          f"over the cells; chunk {units.human_size(d['chunk'])}",
+          f"{g['max_open']}, max active {g['max_active']}; {size}; chunk {units.human_size(d['chunk'])}",
           f"- time model: {costs_text(d.get('costs'))}",
           f"- traces: report seeds {', '.join(sorted(ts, key=int))}, each {tm['containers']} containers of "
           f"{', '.join(tm['memory'])}, intervals {', '.join(f'{x:g}' for x in tm['intervals_s'])} s, over "
           f"{tm['duration_s']:g} s (the sweep's mix otherwise); about "
           f"{statistics.fmean(t['creates'] for t in ts.values()):.0f} creates and "
-          f"{statistics.fmean(t['peak_live_bytes'] for t in ts.values()) / 2**30:.0f} GiB peak live data each, "
-          f"written at {statistics.fmean(t['bytes'] / max(t['duration_s'], 1) for t in ts.values()) / 1e6:.0f} MB/s "
+          f"{statistics.fmean(t['peak_live_bytes'] for t in ts.values()) / 2**30:.0f} GiB peak live data each"
+          f"{' before fitting' if d.get('zones') else ''}, written at {statistics.fmean(t['bytes'] / max(t['duration_s'], 1) for t in ts.values()) / 1e6:.0f} MB/s "
           "on average" if ts else "- traces: none",
           f"- reserves {', '.join(map(str, d['reserves']))}; fills {', '.join(f'{f:.0%}' for f in d['fills'])}; the "
           "cleaners chosen on the sweep's tuning seeds", "",

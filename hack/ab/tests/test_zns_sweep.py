@@ -63,6 +63,9 @@ interval_scale = 2
 duration = "40m"
 """
 
+# The same, its device given a real zone count.
+REAL = TIMED.replace('duration = "40m"\n', 'duration = "40m"\nzones = 9\n')
+
 
 class TraceTest(unittest.TestCase):
     def test_same_seed_same_trace_and_it_replays(self):
@@ -102,6 +105,26 @@ class TraceTest(unittest.TestCase):
         es = [zns.Event(0, "create", "a", "1", 5000), zns.Event(0, "create", "b", "1", 4096),
               zns.Event(0, "delete", "a", "1"), zns.Event(1, "create", "a", "2", 1)]
         self.assertEqual(zns_sweep.peak_live(es, g), 8192 + 4096)
+
+    def test_fitted_scales_the_images_alone_to_the_peak(self):
+        g = zns.Geometry(zone_size=8 * MiB, zone_capacity=6 * MiB)
+        es = zns_sweep.generate(zns_sweep.TraceMix(containers=6, duration_s=3600), 2)
+        peak = zns_sweep.peak_live(es, g)
+        for target in (peak * 3.7, peak / 2.3, peak + 7 * MiB):
+            with self.subTest(target=target):
+                got, k, p = zns_sweep.fitted(es, g, target)
+                self.assertEqual(p, zns_sweep.peak_live(got, g))
+                self.assertLessEqual(p, target)
+                self.assertGreater(p, target - g.zone_capacity)
+                self.assertAlmostEqual(k, target / peak, delta=0.05 * target / peak)
+                # the same events, at the same times, of the same containers: only the sizes differ
+                self.assertEqual([(e.time_s, e.op, e.key, e.hint) for e in got],
+                                 [(e.time_s, e.op, e.key, e.hint) for e in es])
+                for a, b in zip(got, es):
+                    if a.op == "create":
+                        self.assertAlmostEqual(a.bytes / b.bytes, k, delta=1e-6 * k + 1 / b.bytes)
+        with self.assertRaisesRegex(ValueError, "no scale of the trace"):
+            zns_sweep.fitted([zns.Event(0, "create", "a", "1", 5000)], g, 100)  # a block is the least
 
 
 class SuiteTest(unittest.TestCase):
@@ -160,6 +183,9 @@ class SuiteTest(unittest.TestCase):
         ):
             with self.subTest(want=want):
                 self.assertRegex(self.error(TIMED.replace(old, new)), want)
+        self.assertRegex(self.error(REAL.replace("zones = 9", "zones = 7")),
+                         r":42: zones: want at least 8 \(above the largest reserve, and the open and active limits\)")
+        self.assertRegex(self.error(REAL.replace("zones = 9", 'zones = "9"')), r":42: zones: want a number of zones")
         self.assertRegex(self.error(SWEEP.replace('zone_size = "8MiB"', 'zone_size = "8MiB"\nzone_bw = "1MB"')),
                          r":18: write_bw: want the device's bandwidth")
         zns_suite = 'name = "z"\nkind = "zns"\n[sweep]\nseeds = 2\n'
@@ -374,6 +400,29 @@ class RunTest(unittest.TestCase):
             with open(os.path.join(out, "report.md")) as f:
                 md = f.read()
             return report.load(out), md, os.path.exists(os.path.join(out, "zns-sweep-latency.png"))
+
+    def test_a_device_of_its_real_zone_count(self):
+        doc, md, _ = self.run_sweep(REAL.replace('fills = ["90%"]', 'fills = ["70%", "90%"]'), 2)
+        big = [e for e in doc["results"] if e["device"] == "big" and e["scenario"] == "sweep"]
+        self.assertEqual(len(big), 2 * 1 * 2 * 3)  # seeds 3 and 4, one reserve, two fills, 3 policies
+        ts = doc["traces:big"]
+        for e in big:
+            self.assertEqual(e["zones"], 9)  # every cell the device's own
+            f = ts[str(e["seed"])]["fitted"][f"1/{e['fill']:g}"]
+            self.assertEqual(e["peak_live_bytes"], f["peak_live_bytes"])
+            usable = (9 - 1) * 12 * MiB
+            self.assertLessEqual(e["peak_live_bytes"], e["fill"] * usable)  # the trace fills it to the fill
+            self.assertGreater(e["peak_live_bytes"], e["fill"] * usable - 12 * MiB)
+            self.assertEqual(e["metrics"]["creates"], ts[str(e["seed"])]["creates"])  # every create, scaled
+            # the fitted trace's bytes were written (block padded), or refused
+            written = e["metrics"]["host_bytes"] + sum(x["bytes"] for x in e["failures"])
+            self.assertGreaterEqual(written, f["bytes"])
+            self.assertLess(written, f["bytes"] + e["metrics"]["creates"] * 4096)
+        # a fuller device: the same trace's images scaled larger
+        for seed in ("3", "4"):
+            self.assertGreater(ts[seed]["fitted"]["1/0.9"]["scale"], ts[seed]["fitted"]["1/0.7"]["scale"])
+        self.assertIn("9 zones in every cell (the real device's)", md)
+        self.assertNotIn("big", {e["device"] for e in doc["results"] if e["scenario"] == "min-capacity"})
 
     def test_timed_sweep_with_a_device_of_its_own(self):
         doc, md, png = self.run_sweep(TIMED, 2)
