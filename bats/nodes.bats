@@ -121,7 +121,7 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	assert_success
 	assert_output --partial "The restored process went on from its checkpoint"
 	# as the packaged daemon.json sets them, read back from each daemon
-	assert_output --partial "the checkpoint options took effect: max-concurrent=2, max-waiting=64, queue-order=smallest-first"
+	assert_output --partial "the checkpoint options took effect: max-concurrent=2, max-waiting=64, queue-order=smallest-first, write-pace=off"
 	assert_output --regexp 'ab-node1 +: ok=[0-9]+ +changed=[0-9]+ +unreachable=0 +failed=0'
 	assert_output --regexp 'ab-node2 +: ok=[0-9]+ +changed=[0-9]+ +unreachable=0 +failed=0'
 	local deb
@@ -162,6 +162,13 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	assert_failure
 	assert_output --partial "the daemon runs checkpoints.max-concurrent=2"
 	assert_output --partial "daemon.json sets 3, 64, smallest-first"
+	# the write pace too: fixed at 200 MiB/s in the file, unpaced in the daemon
+	on_node 1 'cp /etc/moby-ab/daemon.json /var/tmp/daemon.json.good && jq ".checkpoints[\"write-pace\"] = \"fixed\" | .checkpoints[\"write-bandwidth\"] = \"200MiB\"" /var/tmp/daemon.json.good >/etc/moby-ab/daemon.json'
+	run play check.yml -l ab-node1 -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
+	on_node 1 'mv /var/tmp/daemon.json.good /etc/moby-ab/daemon.json'
+	assert_failure
+	assert_output --partial "writes held to 0 bytes/s"
+	assert_output --partial "write-pace fixed at 209715200 bytes/s"
 	# the check changed nothing: the same daemon, which passes it again
 	[ "$(on_node 1 'cat /run/moby-ab-docker.pid')" = "$pid" ]
 	run play check.yml -l ab-node1 -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
