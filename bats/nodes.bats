@@ -131,7 +131,8 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	assert_line ActiveState=active
 	assert_line SubState=running
 	assert_line NRestarts=0
-	[ "${lines[3]}" = "${lines[4]}" ] && [ "${lines[3]}" != 0 ]
+	[ "${lines[3]}" = "${lines[4]}" ]
+	[ "${lines[3]}" != 0 ]
 	for i in 1 2; do
 		[ "$(installed "$i")" = "$(patched_version)-1" ]
 		[ "$(serving "$i")" = "$(patched_version)" ]
