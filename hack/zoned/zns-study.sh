@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Every run docs/zns-study.md cites, regenerated in one command (its section
+# 7), each into a directory of OUT, and each deterministic replay compared
+# cell by cell with the committed results it must reproduce (ab.zns_agree):
+#
+#   hack/zoned/zns-study.sh OUT [--guest]
+#
+#   zns-geometry                   (3.12, 4-6 minutes on two cores)
+#   zns-sweep                      (3.1-3.5 and 3.11, 5-9 minutes)
+#   zns-capacity                   (3.9 and 3.11, 6-22 minutes)
+#   zns-replay-recorded-deletes    (3.6 and 3.11, seconds)
+#   zns-bound                      (3.10, about 6 minutes; with OR-Tools in .venv,
+#                                  see the study's section 7; a solve under a
+#                                  time limit may prove less on a slower
+#                                  machine, so it is not compared)
+#   zns-guest-trace                (3.8, --guest only: the daemon in the QEMU
+#                                  guest, about 30 minutes; a sample of the
+#                                  daemon's timing, not compared)
+#
+# Each directory gets the run's results.json, report.md and figures; OUT/summary
+# says, per run, how long it took and whether it reproduced the committed one.
+# Exits 1 when a replay does not reproduce its committed results, and 2 when a
+# run fails. No daemon runs on this host; the replayer is built from the patched
+# tree (hack/zoned/zns-replay.sh build).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+usage="usage: hack/zoned/zns-study.sh OUT [--guest]"
+out=${1:?$usage}
+shift
+guest=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--guest) guest=1 ;;
+	*) die "zns-study: unknown argument '$1' ($usage)" ;;
+	esac
+	shift
+done
+mkdir -p "$out"
+[ -z "$(ls -A "$out")" ] || die "zns-study: $out is not empty"
+out=$(cd "$out" && pwd)
+PY=${PYTHON:-/usr/bin/python3}
+M=$AB_ROOT/docs/measurements
+
+# suite, and the committed run it reproduces
+RUNS=(
+	"zns-geometry 2026-12-03-0d099d4a55-zns-geometry"
+	"zns-sweep 2026-12-02-99078330e1-zns-sweep"
+	"zns-capacity 2026-12-02-99078330e1-zns-capacity"
+	"zns-replay-recorded-deletes 2026-12-02-99078330e1-zns-replay-recorded-deletes"
+)
+
+"$AB_ROOT/hack/zoned/zns-replay.sh" build >/dev/null
+: >"$out/summary"
+status=0
+note() { echo "$*" | tee -a "$out/summary"; }
+for r in "${RUNS[@]}"; do
+	read -r suite committed <<<"$r"
+	[ -d "$M/$committed" ] || die "zns-study: docs/measurements/$committed is missing"
+	log "zns-study: $suite (the committed run: $committed)"
+	t0=$(date +%s)
+	if ! PYTHONPATH=$AB_ROOT/hack "$PY" -m ab run "$suite" --results "$out/$suite" >"$out/$suite.log" 2>&1; then
+		tail -n 20 "$out/$suite.log" >&2
+		note "$suite: the run failed ($out/$suite.log)"
+		status=2
+		continue
+	fi
+	t=$(($(date +%s) - t0))
+	if agree=$(PYTHONPATH=$AB_ROOT/hack "$PY" -m ab.zns_agree "$M/$committed" "$out/$suite" 2>&1); then
+		note "$suite: ${t}s; reproduces $committed: ${agree#*: }"
+	else
+		note "$suite: ${t}s; DOES NOT reproduce $committed:"
+		note "$agree"
+		[ "$status" -ne 0 ] || status=1
+	fi
+done
+
+bound_py=$AB_ROOT/.venv/bin/python
+if [ -x "$bound_py" ] && "$bound_py" -c 'import ortools' 2>/dev/null; then
+	log "zns-study: zns-bound"
+	t0=$(date +%s)
+	if PYTHONPATH=$AB_ROOT/hack "$PY" -m ab.zns_bound_run --out "$out/zns-bound" --seeds 10 --time-limit 20 \
+		>"$out/zns-bound.log" 2>&1; then
+		note "zns-bound: $(($(date +%s) - t0))s (not compared: a solve under a time limit)"
+	else
+		tail -n 20 "$out/zns-bound.log" >&2
+		note "zns-bound: the run failed ($out/zns-bound.log)"
+		status=2
+	fi
+else
+	note "zns-bound: not run: no OR-Tools in $bound_py (python3 -m venv .venv && .venv/bin/pip install -r hack/ab/zns_bound-requirements.txt)"
+fi
+
+if [ -n "$guest" ]; then
+	log "zns-study: zns-guest-trace (the QEMU guest)"
+	t0=$(date +%s)
+	if "$AB_ROOT/hack/zoned/zns-trace-vm.sh" --out "$out/zns-guest-trace" >"$out/zns-guest-trace.log" 2>&1; then
+		note "zns-guest-trace: $(($(date +%s) - t0))s (not compared: a sample of the daemon's timing)"
+	else
+		tail -n 20 "$out/zns-guest-trace.log" >&2
+		note "zns-guest-trace: the run failed ($out/zns-guest-trace.log)"
+		status=2
+	fi
+else
+	note "zns-guest-trace: not run (--guest runs it)"
+fi
+log "zns-study: $out/summary"
+exit "$status"
