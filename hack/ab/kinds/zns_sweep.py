@@ -463,8 +463,7 @@ def run(r):
     tune = range(1, s.tune_seeds + 1)
     report = range(s.tune_seeds + 1, s.seeds + 1)
 
-    def trace(device, mix, seed, g):
-        events = generate(mix, seed)
+    def trace(device, events, seed, g):
         path = os.path.join(tdir, f"{device}-seed{seed}.csv")
         zns.write_trace(path, events)
         info = zns.describe_trace(events)
@@ -476,11 +475,10 @@ def run(r):
             **lifetimes(events)}
         return path, peak
 
-    def fit(d, seed, reserve, fill):
-        """A device of d.zones zones: the seed's trace fitted to fill its
-        zones outside the reserve."""
-        events, k, peak = fitted(generate(d.mix(s.mix), seed), d.geometry,
-                                 fill * (d.zones - reserve) * d.geometry.zone_capacity)
+    def fit(d, base, seed, reserve, fill):
+        """A device of d.zones zones: the seed's trace (base) fitted to fill
+        its zones outside the reserve."""
+        events, k, peak = fitted(base, d.geometry, fill * (d.zones - reserve) * d.geometry.zone_capacity)
         path = os.path.join(tdir, f"{d.name}-seed{seed}-reserve{reserve}-fill{fill:g}.csv")
         zns.write_trace(path, events)
         doc[f"traces:{d.name}"][str(seed)].setdefault("fitted", {})[f"{reserve}/{fill:g}"] = {
@@ -488,14 +486,15 @@ def run(r):
             "sha256": zns.trace_digest(path)}
         return path, peak
 
-    traces = {("main", seed): trace("main", s.mix, seed, g0) for seed in range(1, s.seeds + 1)}
+    traces = {("main", seed): trace("main", generate(s.mix, seed), seed, g0) for seed in range(1, s.seeds + 1)}
     for d in s.devices:
         for seed in list(report)[:d.seeds]:
-            traces[(d.name, seed)] = trace(d.name, d.mix(s.mix), seed, d.geometry)
+            base = generate(d.mix(s.mix), seed)
+            traces[(d.name, seed)] = trace(d.name, base, seed, d.geometry)
             if d.zones:
                 for reserve in d.reserves:
                     for fill in d.fills:
-                        traces[(d.name, seed, reserve, fill)] = fit(d, seed, reserve, fill)
+                        traces[(d.name, seed, reserve, fill)] = fit(d, base, seed, reserve, fill)
     r.results.save()
 
     # A task: (device, seed, half, reserve, fill, geometry, chunk, cleaner, policies, costs, cleaner_of,
