@@ -18,6 +18,16 @@ import sys
 KEY = ("device", "seed", "half", "reserve", "fill", "policy", "scenario", "zones", "cleaner", "geometry")
 
 
+def key(e):
+    """A cell's key, in KEY's order: its fields, the cleaner of its params,
+    and its geometry (a zns suite's cells differ only in it) as text."""
+    fields = {f: e.get(f) for f in KEY}
+    fields["device"] = e.get("device", "main")
+    fields["cleaner"] = (e.get("params") or {}).get("cleaner")
+    fields["geometry"] = json.dumps(e.get("geometry"), sort_keys=True)
+    return tuple(fields[f] for f in KEY)
+
+
 def load(d):
     """A results directory's results.json (or .json.gz): its document."""
     for name, opener in (("results.json", open), ("results.json.gz", gzip.open)):
@@ -32,8 +42,7 @@ def cells(doc):
     """{key: metrics}; a key given twice is an error (it could not be compared)."""
     out = {}
     for e in doc["results"]:
-        k = tuple(e.get(f, "main" if f == "device" else None) for f in KEY[:-2]) + \
-            ((e.get("params") or {}).get("cleaner"), json.dumps(e.get("geometry"), sort_keys=True))
+        k = key(e)
         if k in out:
             raise ValueError(f"two cells with the key {dict(zip(KEY, k))}")
         out[k] = e.get("metrics")
@@ -45,7 +54,8 @@ def compare(a, b):
     ca, cb = cells(a), cells(b)
     diffs = []
     same = 0
-    for k in ca.keys() | cb.keys():
+    every = ca.keys() | cb.keys()
+    for k in every:
         if k not in cb:
             diffs.append(f"only in the committed run: {dict(zip(KEY, k))}")
         elif k not in ca:
@@ -55,7 +65,7 @@ def compare(a, b):
             diffs.append(f"{dict(zip(KEY, k))}: {', '.join(which)} differ")
         else:
             same += 1
-    return same, len(ca.keys() | cb.keys()), sorted(diffs)
+    return same, len(every), sorted(diffs)
 
 
 def main(argv=None):

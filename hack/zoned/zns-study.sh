@@ -54,22 +54,30 @@ RUNS=(
 : >"$out/summary"
 status=0
 note() { echo "$*" | tee -a "$out/summary"; }
+# step NAME CMD...: CMD's output in OUT/NAME.log; on failure its tail, a note
+# and status 2 (returns 1); on success the seconds it took in $took.
+step() {
+	local name=$1 t0
+	shift
+	t0=$(date +%s)
+	if ! "$@" >"$out/$name.log" 2>&1; then
+		tail -n 20 "$out/$name.log" >&2
+		note "$name: the run failed ($out/$name.log)"
+		status=2
+		return 1
+	fi
+	took=$(($(date +%s) - t0))
+}
+export PYTHONPATH=$AB_ROOT/hack
 for r in "${RUNS[@]}"; do
 	read -r suite committed <<<"$r"
 	[ -d "$M/$committed" ] || die "zns-study: docs/measurements/$committed is missing"
 	log "zns-study: $suite (the committed run: $committed)"
-	t0=$(date +%s)
-	if ! PYTHONPATH=$AB_ROOT/hack "$PY" -m ab run "$suite" --results "$out/$suite" >"$out/$suite.log" 2>&1; then
-		tail -n 20 "$out/$suite.log" >&2
-		note "$suite: the run failed ($out/$suite.log)"
-		status=2
-		continue
-	fi
-	t=$(($(date +%s) - t0))
-	if agree=$(PYTHONPATH=$AB_ROOT/hack "$PY" -m ab.zns_agree "$M/$committed" "$out/$suite" 2>&1); then
-		note "$suite: ${t}s; reproduces $committed: ${agree#*: }"
+	step "$suite" "$PY" -m ab run "$suite" --results "$out/$suite" || continue
+	if agree=$("$PY" -m ab.zns_agree "$M/$committed" "$out/$suite" 2>&1); then
+		note "$suite: ${took}s; reproduces $committed: ${agree#*: }"
 	else
-		note "$suite: ${t}s; DOES NOT reproduce $committed:"
+		note "$suite: ${took}s; DOES NOT reproduce $committed:"
 		note "$agree"
 		[ "$status" -ne 0 ] || status=1
 	fi
@@ -78,29 +86,16 @@ done
 bound_py=$AB_ROOT/.venv/bin/python
 if [ -x "$bound_py" ] && "$bound_py" -c 'import ortools' 2>/dev/null; then
 	log "zns-study: zns-bound"
-	t0=$(date +%s)
-	if PYTHONPATH=$AB_ROOT/hack "$PY" -m ab.zns_bound_run --out "$out/zns-bound" --seeds 10 --time-limit 20 \
-		>"$out/zns-bound.log" 2>&1; then
-		note "zns-bound: $(($(date +%s) - t0))s (not compared: a solve under a time limit)"
-	else
-		tail -n 20 "$out/zns-bound.log" >&2
-		note "zns-bound: the run failed ($out/zns-bound.log)"
-		status=2
-	fi
+	step zns-bound "$PY" -m ab.zns_bound_run --out "$out/zns-bound" --seeds 10 --time-limit 20 &&
+		note "zns-bound: ${took}s (not compared: a solve under a time limit)"
 else
 	note "zns-bound: not run: no OR-Tools in $bound_py (python3 -m venv .venv && .venv/bin/pip install -r hack/ab/zns_bound-requirements.txt)"
 fi
 
 if [ -n "$guest" ]; then
 	log "zns-study: zns-guest-trace (the QEMU guest)"
-	t0=$(date +%s)
-	if "$AB_ROOT/hack/zoned/zns-trace-vm.sh" --out "$out/zns-guest-trace" >"$out/zns-guest-trace.log" 2>&1; then
-		note "zns-guest-trace: $(($(date +%s) - t0))s (not compared: a sample of the daemon's timing)"
-	else
-		tail -n 20 "$out/zns-guest-trace.log" >&2
-		note "zns-guest-trace: the run failed ($out/zns-guest-trace.log)"
-		status=2
-	fi
+	step zns-guest-trace "$AB_ROOT/hack/zoned/zns-trace-vm.sh" --out "$out/zns-guest-trace" &&
+		note "zns-guest-trace: ${took}s (not compared: a sample of the daemon's timing)"
 else
 	note "zns-guest-trace: not run (--guest runs it)"
 fi
