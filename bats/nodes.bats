@@ -107,8 +107,10 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	assert_line --index 0 systemd
 	assert_line --index 1 running
 	assert_line --index 2 active
-	assert_line --regexp '^[0-9]+:name=systemd:/system[.]slice/ssh[.]service'
-	[ -d /sys/fs/cgroup/systemd/moby-ab-node2/system.slice/ssh.service ]
+	# (systemd's own hierarchy: the named one beside cgroup v1, else the unified one)
+	assert_line --regexp '^[0-9]+:(name=systemd)?:/system[.]slice/ssh[.]service$'
+	run ls -d /sys/fs/cgroup/systemd/moby-ab-node2/system.slice/ssh.service /sys/fs/cgroup/moby-ab-node2/system.slice/ssh.service
+	assert_line --regexp '^/sys/fs/cgroup/(systemd/)?moby-ab-node2/system[.]slice/ssh[.]service$'
 }
 
 @test "nodes: the rollout installs the patched build from the apt repository on every node and checks it" {
