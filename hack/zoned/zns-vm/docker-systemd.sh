@@ -139,6 +139,9 @@ wait_for 180 eval '[ -n "$(service_pid)" ] && timeout 20 docker version >/dev/nu
 	fail "dockerd did not answer as docker.service within 180 s"
 DOCKERD_PID=$(service_pid)
 note "systemd pid $SD_PID, dockerd pid $DOCKERD_PID in $SERVICE"
+# the weight the copies are set up with, as the daemon serves it (0100)
+served=$(wget -qO- "http://$METRICS/metrics" | awk '/^engine_daemon_checkpoint_io_weight / {print $2}')
+[ "$served" = 10 ] || fail "engine_daemon_checkpoint_io_weight is '$served', not 10 (checkpoints.io-weight 10)"
 
 docker load -q -i /images/memholder.tar >/dev/null || fail "docker load of the memory holder failed"
 start_holder "$MIB"
