@@ -125,6 +125,7 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	# as the packaged daemon.json sets them, read back from each daemon
 	assert_output --partial "the checkpoint options took effect: max-concurrent=2, max-waiting=64, queue-order=smallest-first, write-pace=off"
 	assert_output --partial "the pull options took effect: limits default=1-10, resume=1, ranges=1"
+	assert_output --partial "the checkpoint I/O options took effect: io-weight=0, zoned-device off"
 	assert_output --regexp 'ab-node1 +: ok=[0-9]+ +changed=[0-9]+ +unreachable=0 +failed=0'
 	assert_output --regexp 'ab-node2 +: ok=[0-9]+ +changed=[0-9]+ +unreachable=0 +failed=0'
 	local deb
@@ -181,6 +182,13 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 	assert_failure
 	assert_output --partial "the daemon runs registry-downloads.limits default=1-10, resume=1, ranges=1"
 	assert_output --partial "daemon.json sets default=1-10 registry.test=4-4, 0, 1"
+	# and an I/O weight, which only a restart takes
+	on_node 1 'cp /etc/moby-ab/daemon.json /var/tmp/daemon.json.good && jq ".checkpoints[\"io-weight\"] = 500" /var/tmp/daemon.json.good >/etc/moby-ab/daemon.json'
+	run play check.yml -l ab-node1 -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
+	on_node 1 'mv /var/tmp/daemon.json.good /etc/moby-ab/daemon.json'
+	assert_failure
+	assert_output --partial "the daemon writes checkpoint images with io-weight 0 without a zoned device"
+	assert_output --partial "daemon.json sets io-weight 500, no zoned-device"
 	# the check changed nothing: the same daemon, which passes it again
 	[ "$(on_node 1 'cat /run/moby-ab-docker.pid')" = "$pid" ]
 	run play check.yml -l ab-node1 -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
