@@ -88,6 +88,15 @@ play() { # playbook args...: ansible-playbook against the test nodes
 
 on_node() { "$AB_ROOT/hack/nodes/nodes.sh" ssh "$WORK/nodes" "$@"; }
 
+# check_edited FILTER: the post-install check on node 1 with its daemon.json
+# edited by jq's FILTER and not reloaded (bats' run: $status, $output), the
+# file put back afterwards
+check_edited() {
+	on_node 1 "cp /etc/moby-ab/daemon.json /var/tmp/daemon.json.good && jq '$1' /var/tmp/daemon.json.good >/etc/moby-ab/daemon.json"
+	run play check.yml -l ab-node1 -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
+	on_node 1 'mv /var/tmp/daemon.json.good /etc/moby-ab/daemon.json'
+}
+
 # The package version on node I, and the version its daemon answers with.
 installed() { on_node "$1" "dpkg-query -W -f '\${Version}' moby-ab-dockerd"; }
 serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http://localhost/version' | jq -r .Version; }
@@ -161,31 +170,23 @@ serving() { on_node "$1" 'curl -sf --unix-socket /run/moby-ab-docker.sock http:/
 @test "nodes: the check finds a daemon.json option the daemon does not run with" {
 	pid=$(on_node 1 'cat /run/moby-ab-docker.pid')
 	# edited, and not reloaded: the daemon still runs max-concurrent 2
-	on_node 1 'cp /etc/moby-ab/daemon.json /var/tmp/daemon.json.good && jq ".checkpoints[\"max-concurrent\"] = 3" /var/tmp/daemon.json.good >/etc/moby-ab/daemon.json'
-	run play check.yml -l ab-node1 -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
-	on_node 1 'mv /var/tmp/daemon.json.good /etc/moby-ab/daemon.json'
+	check_edited '.checkpoints["max-concurrent"] = 3'
 	assert_failure
 	assert_output --partial "the daemon runs checkpoints.max-concurrent=2"
 	assert_output --partial "daemon.json sets 3, 64, smallest-first"
 	# the write pace too: fixed at 200 MiB/s in the file, unpaced in the daemon
-	on_node 1 'cp /etc/moby-ab/daemon.json /var/tmp/daemon.json.good && jq ".checkpoints[\"write-pace\"] = \"fixed\" | .checkpoints[\"write-bandwidth\"] = \"200MiB\"" /var/tmp/daemon.json.good >/etc/moby-ab/daemon.json'
-	run play check.yml -l ab-node1 -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
-	on_node 1 'mv /var/tmp/daemon.json.good /etc/moby-ab/daemon.json'
+	check_edited '.checkpoints["write-pace"] = "fixed" | .checkpoints["write-bandwidth"] = "200MiB"'
 	assert_failure
 	assert_output --partial "writes held to 0 bytes/s"
 	assert_output --partial "write-pace fixed at 209715200 bytes/s"
 	# the pull options too: a registry's own limit and resume off in the
 	# file, the daemon still on the packaged ones
-	on_node 1 'cp /etc/moby-ab/daemon.json /var/tmp/daemon.json.good && jq ".[\"registry-downloads\"].limits[\"Registry.Test:443\"] = {\"mode\": \"fixed\", \"limit\": 4} | .[\"registry-downloads\"].resume = false" /var/tmp/daemon.json.good >/etc/moby-ab/daemon.json'
-	run play check.yml -l ab-node1 -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
-	on_node 1 'mv /var/tmp/daemon.json.good /etc/moby-ab/daemon.json'
+	check_edited '.["registry-downloads"].limits["Registry.Test:443"] = {"mode": "fixed", "limit": 4} | .["registry-downloads"].resume = false'
 	assert_failure
 	assert_output --partial "the daemon runs registry-downloads.limits default=1-10, resume=1, ranges=1"
 	assert_output --partial "daemon.json sets default=1-10 registry.test=4-4, 0, 1"
 	# and an I/O weight, which only a restart takes
-	on_node 1 'cp /etc/moby-ab/daemon.json /var/tmp/daemon.json.good && jq ".checkpoints[\"io-weight\"] = 500" /var/tmp/daemon.json.good >/etc/moby-ab/daemon.json'
-	run play check.yml -l ab-node1 -e moby_ab_check_image_tar="$AB_ROOT/build/images/busybox.tar"
-	on_node 1 'mv /var/tmp/daemon.json.good /etc/moby-ab/daemon.json'
+	check_edited '.checkpoints["io-weight"] = 500'
 	assert_failure
 	assert_output --partial "the daemon writes checkpoint images with io-weight 0 without a zoned device"
 	assert_output --partial "daemon.json sets io-weight 500, no zoned-device"
