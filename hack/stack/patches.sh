@@ -214,7 +214,9 @@ cmd_check() {
 				die "patches check: patch $i/$n: go list failed"
 		fi
 		[ -z "$errs" ] || die "patches check: patch $i/$n does not build on its own:"$'\n'"$errs"
-		(cd "$tmp/tree" && go vet -tags "$GO_BUILDTAGS" "${pkgs[@]}") ||
+		# (-trimpath, as compile_errors: vet compiles the packages'
+		# dependencies again without it, the whole tree at the first patch)
+		(cd "$tmp/tree" && go vet -trimpath -tags "$GO_BUILDTAGS" "${pkgs[@]}") ||
 			die "patches check: patch $i/$n does not pass go vet"
 		mapfile -t unformatted < <(unformatted_go_files "$tmp/tree" "$commit")
 		[ "${#unformatted[@]}" -eq 0 ] ||
