@@ -9,6 +9,9 @@
 #   zns-sweep                      (3.1-3.5 and 3.11, 5-9 minutes)
 #   zns-capacity                   (3.9 and 3.11, 6-22 minutes)
 #   zns-replay-recorded-deletes    (3.6 and 3.11, seconds)
+#   zns-page                       (2.3, 3.1, 4: the numbers the page computes
+#                                  itself, ab.zns_page, checked against the
+#                                  page; a second)
 #   zns-bound                      (3.10, about 6 minutes; with OR-Tools in .venv,
 #                                  see the study's section 7; a solve under a
 #                                  time limit may prove less on a slower
@@ -19,7 +22,8 @@
 #
 # Each directory gets the run's results.json, report.md and figures; OUT/summary
 # says, per run, how long it took and whether it reproduced the committed one.
-# Exits 1 when a replay does not reproduce its committed results, and 2 when a
+# Exits 1 when a replay does not reproduce its committed results (or the page
+# does not quote its own numbers as computed), and 2 when a
 # run fails. No daemon runs on this host; the replayer is built from the patched
 # tree (hack/zoned/zns-replay.sh build).
 set -euo pipefail
@@ -82,6 +86,17 @@ for r in "${RUNS[@]}"; do
 		[ "$status" -ne 0 ] || status=1
 	fi
 done
+
+# The numbers the page computes itself (no report prints them), from the
+# committed files they come from: the page must quote each as computed.
+log "zns-study: the numbers docs/zns-study.md computes itself"
+if "$PY" -m ab.zns_page --check "$AB_ROOT/docs/zns-study.md" >"$out/zns-page.log" 2>&1; then
+	note "zns-page: the page quotes all $(grep -c . "$out/zns-page.log") of its own numbers as computed ($out/zns-page.log)"
+else
+	note "zns-page: the page DOES NOT quote its own numbers as computed:"
+	note "$(grep -e '^NOT IN THE PAGE' -e '^zns_page:' "$out/zns-page.log")"
+	[ "$status" -ne 0 ] || status=1
+fi
 
 bound_py=$AB_ROOT/.venv/bin/python
 if [ -x "$bound_py" ] && "$bound_py" -c 'import ortools' 2>/dev/null; then
