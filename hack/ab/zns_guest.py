@@ -8,7 +8,9 @@ the restores (counters.json), zone reports at the start and the end, the
 store's index at the end and the daemon's log. `trace` makes what the daemon
 did a trace (guest-trace.csv): each checkpoint made, at the time it was
 asked for, of the size its images took, and each delete; creates asked for
-at once share a time. hack/zoned/zns-trace-vm.sh replays it on the same
+at once share a time. `asked` makes what was asked of it one
+(asked-trace.csv): the creates it refused too, of the size it refused, so
+that a replay of it says whether the model refuses what the device did. hack/zoned/zns-trace-vm.sh replays it on the same
 geometry (replay.json), and `report` sets what the device saw beside what
 the replay did and writes README.md and summary.json.
 
@@ -21,11 +23,13 @@ written less the images' own (each image's stream padded to the device's
 block).
 
     PYTHONPATH=hack python3 -m ab.zns_guest cut TRACE --until SECONDS --out FILE
-    PYTHONPATH=hack python3 -m ab.zns_guest trace DIR
+    PYTHONPATH=hack python3 -m ab.zns_guest trace DIR [--at asked|begin|done]
+    PYTHONPATH=hack python3 -m ab.zns_guest asked DIR
     PYTHONPATH=hack python3 -m ab.zns_guest report DIR
 """
 import argparse
 import csv
+import dataclasses
 import json
 import math
 import os
@@ -37,6 +41,13 @@ from . import zns
 MiB = 1 << 20
 BLOCK = 4096  # the guest namespace's logical block (hack/zoned/zns-vm.sh's ZNS_VM_LBS)
 CREATED = re.compile(r'msg="Checkpoint created" .*\bwritten=(\d+)')
+# the placement's refusal names the stream's size (daemon/internal/zoned's
+# Placer.squeeze): "no room left on the zoned device: ...: N bytes, N empty
+# zones and N bytes in heads left"; the daemon's check before the freeze
+# (checkpoint_room.go) the size it expects, to a MiB: "not enough room for
+# the checkpoint images on the zoned device D: they need about N MiB"
+REFUSED = re.compile(r"no room left on the zoned device: .*?(\d+) bytes, \d+ empty zones and \d+ bytes in heads left")
+REFUSED_EARLY = re.compile(r"not enough room for the checkpoint images on the zoned device \S+: they need about (\d+) MiB")
 ZONE_LINE = re.compile(r"start: 0x([0-9a-f]+), len 0x([0-9a-f]+), cap 0x([0-9a-f]+), wptr 0x([0-9a-f]+) .*zcond: *[0-9]+\(([a-z]+)\)")
 
 
@@ -103,6 +114,90 @@ def guest_trace(d):
     return zns.check_order(events, path=f"{d}/ops.tsv")
 
 
+GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|h|m|s)")
+GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+LOGGED = re.compile(r'msg="Checkpoint created" .*?\bdump="?([0-9.hmnsuµ]+)"? .*?\bqueued="?([0-9.hmnsuµ]+)"? .*?\bwritten=(\d+)')
+
+
+def go_duration(text):
+    """Seconds of a Go duration as time.Duration prints it (1m2.5s, 801.8µs)."""
+    parts = GO_DURATION.findall(text)
+    if not parts or "".join(v + u for v, u in parts) != text:
+        raise ValueError(f"not a Go duration: {text!r}")
+    return sum(float(v) * GO_UNITS[u] for v, u in parts)
+
+
+def begun_trace(d, at):
+    """guest_trace with each create moved from when it was asked for to when
+    the daemon's store began its stream ("begin": asked for, plus the time
+    it queued and dumped, from the daemon's log) or had written it ("done":
+    asked for, plus the operation's seconds). The placement's choices depend
+    on the time (each container's lifetimes are predicted from its history),
+    so at a high fill the replay's relocation moves with when a create is
+    placed. Only for a run of one operation at a time (the log's creates in
+    the order of ops.tsv's)."""
+    if at not in ("begin", "done"):
+        raise ValueError(f"at: begin or done, not {at!r}")
+    events = guest_trace(d)
+    ops = {o["line"]: o for o in table(_path(d, "ops.tsv"))}
+    with open(_path(d, "dockerd.log")) as f:
+        logged = [(int(m.group(3)), go_duration(m.group(2)) + go_duration(m.group(1)))
+                  for m in map(LOGGED.search, f) if m]
+    creates = [e for e in events if e.op == "create"]
+    if [e.bytes for e in creates] != [w for w, _ in logged]:
+        raise GuestError(f"{d}: the daemon's log does not list its checkpoints in the order of ops.tsv "
+                         "(a run with creates at once?)")
+    shift = {id(e): (b if at == "begin" else float(ops[e.line]["seconds"])) for e, (_, b) in zip(creates, logged)}
+    moved = [dataclasses.replace(e, time_s=round(e.time_s + shift.get(id(e), 0.0), 6)) for e in events]
+    return zns.check_order(moved, path=f"{d}/ops.tsv")
+
+
+def asked_trace(d):
+    """[zns.Event] of what was asked of the daemon: every create, made or
+    refused, of the size the daemon gave it (a made one's marker, a refused
+    one's size in the placement's refusal, or the size to a MiB the daemon
+    expected where it refused before the freeze), and every delete, also of
+    a checkpoint that was refused. Replayed, it says whether the model refuses
+    the creates the device refused; a create refused for another reason
+    than room (a CRIU error) has no size, and is an error."""
+    ops = table(_path(d, "ops.tsv"))
+    if ops and not {"issued", "size"} <= set(ops[0]):
+        raise GuestError(f"{d}/ops.tsv has no issued and size columns (a run before they were recorded)")
+    events = []
+    for o in sorted(ops, key=lambda o: (float(o["issued"]), int(o["op"]))):
+        size = 0
+        if o["kind"] == "create":
+            if o["outcome"] == "ok":
+                size = int(o["size"])
+            else:
+                m = REFUSED.search(o["outcome"])
+                early = REFUSED_EARLY.search(o["outcome"])
+                if m:
+                    size = int(m.group(1))
+                elif early:
+                    size = int(early.group(1)) * MiB  # refused before the freeze: the size expected
+                else:
+                    raise GuestError(f"{d}/ops.tsv:{o['line']}: create {o['container']}/{o['checkpoint']} "
+                                     f"failed for another reason than room: {o['outcome'][:200]!r}")
+        elif o["outcome"] not in ("ok", "not made"):
+            raise GuestError(f"{d}/ops.tsv:{o['line']}: delete {o['container']}/{o['checkpoint']}: {o['outcome'][:200]!r}")
+        events.append(zns.Event(float(o["issued"]), o["kind"], o["container"], o["checkpoint"], size, line=o["line"]))
+    return zns.check_order(events, path=f"{d}/ops.tsv")
+
+
+def refusals(d, ops):
+    """The creates the device refused and those the model refused replaying
+    what was asked (replay-asked.json), as "container/checkpoint"; None
+    where the run has no replay of what was asked."""
+    path = os.path.join(d, "replay-asked.json")
+    if not os.path.exists(path):
+        return None
+    device = {f"{o['container']}/{o['checkpoint']}" for o in ops
+              if o["kind"] == "create" and o["outcome"].startswith("failed")}
+    model = {f"{f['container']}/{f['checkpoint']}" for f in load(path)["results"][0]["failures"]}
+    return {"device": sorted(device), "model": sorted(model), "both": sorted(device & model)}
+
+
 def _path(d, name):
     p = os.path.join(d, name)
     if not os.path.exists(p):
@@ -131,7 +226,7 @@ def summarize(d):
     refused = [o for o in ops if o["kind"] == "create" and o["outcome"].startswith("failed")]
     if len(made) != len(creates):
         raise GuestError(f"{d}: {len(made)} checkpoints made (ops.tsv) but {len(creates)} in guest-trace.csv")
-    return {
+    out = {
         "operations": len(ops),
         "creates_made": len(made),
         "creates_refused": len(refused),
@@ -161,6 +256,19 @@ def summarize(d):
             "zones_used_end": replay["series"]["used_zones"][-1] if replay["series"]["used_zones"] else 0,
         },
     }
+    asked = refusals(d, ops)
+    if asked is not None:
+        out["asked"] = asked
+    # the replay with each create placed when the daemon began or had
+    # written its stream (guest-trace-begin.csv, -done.csv), where run
+    timing = {}
+    for at in ("begin", "done"):
+        path = os.path.join(d, f"replay-{at}.json")
+        if os.path.exists(path):
+            timing[at] = load(path)["results"][0]["metrics"]["relocated_bytes"]
+    if timing:
+        out["replay_relocated_by_time"] = timing
+    return out
 
 
 def report(d):
@@ -197,13 +305,45 @@ def report(d):
         "| | the daemon, on the device | the replay of its log |",
         "| --- | --- | --- |",
     ] + [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    if "asked" in s:
+        a = s["asked"]
+        only_device = sorted(set(a["device"]) - set(a["model"]))
+        only_model = sorted(set(a["model"]) - set(a["device"]))
+        if a["device"] or a["model"]:
+            n = lambda k: f"{k} create{'' if k == 1 else 's'}"
+            verdict = (f"the model refuses {n(len(a['model']))} where the device refused {len(a['device'])}: "
+                       f"{len(a['both'])} the same"
+                       + (f", {len(only_device)} refused by the device alone ({', '.join(only_device)})"
+                          if only_device else "")
+                       + (f", {len(only_model)} by the model alone ({', '.join(only_model)})" if only_model else ""))
+        else:
+            verdict = "the model refuses none, as the device refused none"
+        lines += [
+            "",
+            "The replay of its log places only the checkpoints the daemon made, so it refuses none. Replayed "
+            "as asked (`asked-trace.csv`: every create, of the size the daemon gave it, a refused one's from its "
+            f"refusal, and every delete; `replay-asked.json`), {verdict}.",
+        ]
+    if "replay_relocated_by_time" in s:
+        t = s["replay_relocated_by_time"]
+        when = {"begin": "when the daemon began each stream (asked for, plus its time queued and dumping; "
+                         "`guest-trace-begin.csv`)",
+                "done": "when the daemon had written each (asked for, plus the operation's time; "
+                        "`guest-trace-done.csv`)"}
+        lines += ["", "The placement's choices depend on the time (lifetimes are predicted from each container's "
+                  "history). Placed " + "; placed ".join(f"{when[at]} the replay relocates {mib(v)}"
+                                                          for at, v in t.items())
+                  + f"; placed when each was asked for {mib(rep['relocated_bytes'])}; the device relocated "
+                  f"{mib(dev['relocated_bytes_by_reads'])}."]
     if s["refusals"]:
         lines += ["", "Creates the daemon refused:", ""] + [f"- {r}" for r in s["refusals"]]
     lines += [
         "",
         "Files: `trace.csv` (what ran), `ops.tsv`, `restores.tsv`, `counters.json` (the namespace's "
         "/sys/block stat over the trace and over the restores), `zones-start.txt`, `zones-end.txt`, "
-        "`index-end.json`, `dockerd.log`, `console.log`, `guest-trace.csv`, `replay.json`, `summary.json`.",
+        "`index-end.json`, `dockerd.log`, `console.log`, `guest-trace.csv`, `replay.json`, `summary.json`"
+        + (" and the other traces and replays named above" if ("asked" in s or "replay_relocated_by_time" in s) else "")
+        + ".",
         "",
     ]
     with open(os.path.join(d, "README.md"), "w") as f:
@@ -220,6 +360,11 @@ def main(argv=None):
     c.add_argument("--out", required=True)
     t = sub.add_parser("trace", help="guest-trace.csv of a run's directory: what the daemon did")
     t.add_argument("dir")
+    t.add_argument("--at", choices=("asked", "begin", "done"), default="asked",
+                   help="each create at when it was asked for (guest-trace.csv), or when the daemon began or "
+                        "had written its stream (guest-trace-begin.csv, guest-trace-done.csv)")
+    k = sub.add_parser("asked", help="asked-trace.csv of a run's directory: what was asked of the daemon")
+    k.add_argument("dir")
     r = sub.add_parser("report", help="README.md and summary.json of a run's directory")
     r.add_argument("dir")
     a = p.parse_args(argv)
@@ -229,8 +374,12 @@ def main(argv=None):
             if not any(e.op == "create" for e in events):
                 raise GuestError(f"{a.trace}: no create up to {a.until:g} s")
             zns.write_trace(a.out, events)
-        elif a.cmd == "trace":
+        elif a.cmd == "trace" and a.at == "asked":
             zns.write_trace(os.path.join(a.dir, "guest-trace.csv"), guest_trace(a.dir))
+        elif a.cmd == "trace":
+            zns.write_trace(os.path.join(a.dir, f"guest-trace-{a.at}.csv"), begun_trace(a.dir, a.at))
+        elif a.cmd == "asked":
+            zns.write_trace(os.path.join(a.dir, "asked-trace.csv"), asked_trace(a.dir))
         else:
             report(a.dir)
     except (GuestError, zns.TraceError, OSError, KeyError, ValueError) as e:

@@ -12,9 +12,13 @@
 # daemon did becomes a trace (python3 -m ab.zns_guest trace: each checkpoint
 # made, of its images' size, at the time it was asked for, checked against
 # the daemon's log), which the replay (hack/zoned/zns-replay, the daemon's own
-# Placer on the daemon's own model) places on the same geometry;
-# `python3 -m ab.zns_guest report` compares the two: bytes written and read
-# on the device, relocated, zones in use.
+# Placer on the daemon's own model) places on the same geometry, and so does
+# what was asked of it (python3 -m ab.zns_guest asked: the creates it refused
+# too, of the size it refused); `python3 -m ab.zns_guest report` compares
+# them: bytes written and read on the device, relocated, zones in use, and
+# the creates the device refused against those the model refuses; and, for
+# a run of one operation at a time, the replay with each create placed when
+# the daemon began and when it had written its stream.
 #
 # usage: hack/zoned/zns-trace-vm.sh --out DIR [--trace FILE] [--until SECONDS] [--zones N]
 #            [--together]
@@ -26,12 +30,14 @@
 #             active [27: the guest's images of the default trace, 0.1 MiB
 #             beyond each holder's memory, peak at about 147 MiB live, 91% of
 #             the 162 MiB; the replay of them relocates there and fails
-#             nothing, on 26 zones it fails creates]
+#             nothing; since 0096 and 0097 the daemon refuses none on 25
+#             zones (98%) and one on 24 (docs/zns-study.md, 3.8)]
 # DIR gets console.log (the guest's), the guest's results (dockerd.log,
 # ops.tsv, restores.tsv, counters.json, zone reports, the index),
-# guest-trace.csv, replay.json and README.md. It needs `make build` and
-# hack/hosts/images.sh build; the guest takes 20-40 minutes for the whole
-# default trace on two cores. It starts no daemon on this host.
+# guest-trace.csv, replay.json, asked-trace.csv, replay-asked.json (and
+# guest-trace-begin.csv, -done.csv and their replays), and README.md. It needs `make build` and hack/hosts/images.sh build; the guest
+# takes 20-40 minutes for the whole default trace on two cores. It starts no
+# daemon on this host.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 # shellcheck source=hack/zoned/guest.sh
@@ -81,5 +87,21 @@ log "zns-trace-vm: what the daemon did as a trace, replayed on the same geometry
 PYTHONPATH=$AB_ROOT/hack python3 -m ab.zns_guest trace "$out"
 PYTHONPATH=$AB_ROOT/hack python3 -m ab.zns --trace "$out/guest-trace.csv" --zone-size 8MiB --zone-capacity 6MiB \
 	--zones "$zones" --max-open 4 --max-active 6 --gc-reserve 0 --policy zone-pack --json "$out/replay.json" >"$out/replay.txt"
+# and what was asked of it (the creates it refused too, of the size it
+# refused), replayed: whether the model refuses the creates the device did
+log "zns-trace-vm: what was asked of the daemon as a trace, replayed on the same geometry"
+PYTHONPATH=$AB_ROOT/hack python3 -m ab.zns_guest asked "$out"
+PYTHONPATH=$AB_ROOT/hack python3 -m ab.zns --trace "$out/asked-trace.csv" --zone-size 8MiB --zone-capacity 6MiB \
+	--zones "$zones" --max-open 4 --max-active 6 --gc-reserve 0 --policy zone-pack --json "$out/replay-asked.json" >"$out/replay-asked.txt"
+# and with each create placed when the daemon began and when it had written
+# its stream, where the run is of one operation at a time: the placement's
+# choices depend on the time
+if [ "$together" = 0 ]; then
+	for at in begin "done"; do
+		PYTHONPATH=$AB_ROOT/hack python3 -m ab.zns_guest trace "$out" --at "$at"
+		PYTHONPATH=$AB_ROOT/hack python3 -m ab.zns --trace "$out/guest-trace-$at.csv" --zone-size 8MiB --zone-capacity 6MiB \
+			--zones "$zones" --max-open 4 --max-active 6 --gc-reserve 0 --policy zone-pack --json "$out/replay-$at.json" >"$out/replay-$at.txt"
+	done
+fi
 PYTHONPATH=$AB_ROOT/hack python3 -m ab.zns_guest report "$out"
 log "zns-trace-vm: $out/README.md"

@@ -101,6 +101,119 @@ class GuestReportTest(unittest.TestCase):
             with self.assertRaisesRegex(zns_guest.GuestError, "counters.json is missing"):
                 zns_guest.summarize(d)
 
+    def refused_run(self, d, outcome):
+        """run_dir with c/cp0 refused by outcome, and its later delete."""
+        run_dir(d, written_sectors=0, read_sectors=0)
+        with open(os.path.join(d, "ops.tsv")) as f:
+            ops = f.read().replace("failed: no room left on the zoned device", outcome)
+        with open(os.path.join(d, "ops.tsv"), "w") as f:
+            f.write(ops + "5\tdelete\tc\tcp0\t\tnot made\t0\t7.5\n")
+
+    ROOM = ("failed: Error response from daemon: no room left on the zoned device: no space left on device: "
+            "9437184 bytes, 0 empty zones and 65536 bytes in heads left")
+
+    def test_the_trace_of_what_was_asked(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.refused_run(d, self.ROOM)
+            self.assertEqual(zns_guest.main(["asked", d]), 0)
+            es = zns.read_trace(os.path.join(d, "asked-trace.csv"))
+            self.assertEqual([(e.time_s, e.op, e.container, e.bytes) for e in es], [
+                (0.5, "create", "a", 3145729),
+                (0.5, "create", "b", 2097152),
+                (4.2, "create", "c", 9437184),  # refused: the size its refusal names
+                (6.25, "delete", "a", 0),
+                (7.5, "delete", "c", 0),  # of a checkpoint not made
+            ])
+
+    def test_a_create_refused_before_the_freeze_has_the_size_expected(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.refused_run(d, "failed: Error response from daemon: cannot checkpoint container t-c: not enough "
+                                "room for the checkpoint images on the zoned device /dev/nvme0n1: they need about "
+                                "9 MiB (the container's anonymous and shared memory), 4 MiB is left with every "
+                                "deleted checkpoint's zones reclaimed")
+            self.assertEqual([e.bytes for e in zns_guest.asked_trace(d) if e.container == "c"], [9 * MiB, 0])
+
+    def test_a_create_refused_for_another_reason_has_no_size(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.refused_run(d, "failed: Error response from daemon: criu failed: type NOTIFY errno 0")
+            with self.assertRaisesRegex(zns_guest.GuestError, r"ops.tsv:4: create c/cp0 failed for another reason"):
+                zns_guest.asked_trace(d)
+
+    def test_the_refusals_of_the_device_beside_the_models(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.refused_run(d, self.ROOM)
+            s = zns_guest.report(d)
+            self.assertNotIn("asked", s)  # no replay of what was asked
+            with open(os.path.join(d, "replay-asked.json"), "w") as f:
+                json.dump({"results": [{"failures": []}]}, f)
+            self.assertEqual(zns_guest.report(d)["asked"], {"device": ["c/cp0"], "model": [], "both": []})
+            with open(os.path.join(d, "README.md")) as f:
+                self.assertIn("1 refused by the device alone (c/cp0).", " ".join(f.read().split()))
+            with open(os.path.join(d, "replay-asked.json"), "w") as f:
+                json.dump({"results": [{"failures": [{"container": "c", "checkpoint": "cp0"},
+                                                     {"container": "b", "checkpoint": "cp0"}]}]}, f)
+            s = zns_guest.report(d)
+            self.assertEqual(s["asked"], {"device": ["c/cp0"], "model": ["b/cp0", "c/cp0"], "both": ["c/cp0"]})
+            with open(os.path.join(d, "README.md")) as f:
+                readme = " ".join(f.read().split())
+            self.assertIn("the model refuses 2 creates where the device refused 1: 1 the same, "
+                          "1 by the model alone (b/cp0).", readme)
+
+    def test_go_durations(self):
+        self.assertEqual(zns_guest.go_duration("1.5s"), 1.5)
+        self.assertAlmostEqual(zns_guest.go_duration("801.8µs"), 801.8e-6)
+        self.assertEqual(zns_guest.go_duration("1m2.5s"), 62.5)
+        for bad in ("", "1.5", "s", "1.5sx", "2 s"):
+            with self.assertRaises(ValueError, msg=bad):
+                zns_guest.go_duration(bad)
+
+    def one_at_a_time(self, d):
+        """run_dir with a asked for at 0.5 s and b at 4.0 s, each logged
+        with the time it queued and dumped."""
+        run_dir(d, written_sectors=0, read_sectors=0)
+        with open(os.path.join(d, "ops.tsv")) as f:
+            ops = f.read().replace("2\tcreate\tb\tcp0\t2000000\tok\t2.0\t0.5\t", "2\tcreate\tb\tcp0\t2000000\tok\t2.0\t4.0\t")
+        with open(os.path.join(d, "ops.tsv"), "w") as f:
+            f.write(ops)
+        with open(os.path.join(d, "dockerd.log"), "w") as f:
+            for dump, queued, n in (("1.25s", '"500ms"', 3145729), ("2s", '"250µs"', 2097152)):
+                f.write(f'time="2026-11-27T00:00:01Z" level=info msg="Checkpoint created" checkpoint=cp0 container=x '
+                        f'dump={dump} queued={queued} write=1s written={n} zoned=true\n')
+
+    def test_the_trace_of_when_the_daemon_began_and_ended_each_stream(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.one_at_a_time(d)
+            self.assertEqual([(e.time_s, e.op, e.container) for e in zns_guest.begun_trace(d, "begin")], [
+                (0.5 + 0.5 + 1.25, "create", "a"), (4.0 + 0.00025 + 2, "create", "b"), (6.25, "delete", "a")])
+            # done: the operations' seconds (3.1 and 2.0)
+            self.assertEqual(zns_guest.main(["trace", d, "--at", "done"]), 0)
+            es = zns.read_trace(os.path.join(d, "guest-trace-done.csv"))
+            self.assertEqual([(e.time_s, e.container) for e in es], [(3.6, "a"), (6.0, "b"), (6.25, "a")])
+
+    def test_creates_at_once_have_no_begin_of_their_own(self):
+        with tempfile.TemporaryDirectory() as d:
+            run_dir(d, written_sectors=0, read_sectors=0)  # a and b asked for at once, logged b first
+            with open(os.path.join(d, "dockerd.log")) as f:
+                log = f.read().replace("dump=1s", 'dump=1s queued="1ms"')
+            with open(os.path.join(d, "dockerd.log"), "w") as f:
+                f.write(log)
+            with self.assertRaisesRegex(zns_guest.GuestError, "not list its checkpoints in the order of ops.tsv"):
+                zns_guest.begun_trace(d, "begin")
+
+    def test_the_replays_by_time_in_the_report(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.one_at_a_time(d)
+            for at, n in (("begin", 2 * MiB), ("done", 3 * MiB)):
+                with open(os.path.join(d, f"replay-{at}.json"), "w") as f:
+                    json.dump({"results": [{"metrics": {"relocated_bytes": n}, "failures": []}]}, f)
+            s = zns_guest.report(d)
+            self.assertEqual(s["replay_relocated_by_time"], {"begin": 2 * MiB, "done": 3 * MiB})
+            with open(os.path.join(d, "README.md")) as f:
+                readme = " ".join(f.read().split())
+            self.assertIn("`guest-trace-begin.csv`) the replay relocates 2.00 MiB;", readme)
+            self.assertIn("`guest-trace-done.csv`) the replay relocates 3.00 MiB; placed when each was asked for "
+                          "1.00 MiB;", readme)
+
     def test_cut(self):
         with tempfile.TemporaryDirectory() as d:
             src, out = os.path.join(d, "t.csv"), os.path.join(d, "cut.csv")
