@@ -8,11 +8,14 @@ the restores (counters.json), zone reports at the start and the end, the
 store's index at the end and the daemon's log. `trace` makes what the daemon
 did a trace (guest-trace.csv): each checkpoint made, at the time it was
 asked for, of the size its images took, and each delete; creates asked for
-at once share a time. `asked` makes what was asked of it one
-(asked-trace.csv): the creates it refused too, of the size it refused, so
-that a replay of it says whether the model refuses what the device did. hack/zoned/zns-trace-vm.sh replays it on the same
-geometry (replay.json), and `report` sets what the device saw beside what
-the replay did and writes README.md and summary.json.
+at once share a time; `trace --at begin|done` moves each create to when the
+daemon began or had written its stream. `asked` makes what was asked of it
+a trace (asked-trace.csv): the creates it refused too, of the size it
+refused, so that a replay of it says whether the model refuses what the
+device did. hack/zoned/zns-trace-vm.sh replays them on the same geometry
+(replay.json, replay-asked.json, replay-begin.json, replay-done.json), and
+`report` sets what the device saw beside what the replays did and writes
+README.md and summary.json.
 
 What the device saw is the daemon's doing alone: data-root and exec-root
 are memory in the guest, so the namespace is written only with checkpoint
