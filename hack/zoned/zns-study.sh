@@ -23,9 +23,9 @@
 # Each directory gets the run's results.json, report.md and figures; OUT/summary
 # says, per run, how long it took and whether it reproduced the committed one.
 # Exits 1 when a replay does not reproduce its committed results (or the page
-# does not quote its own numbers as computed), and 2 when a
-# run fails. No daemon runs on this host; the replayer is built from the patched
-# tree (hack/zoned/zns-replay.sh build).
+# does not quote its own numbers as computed), and 2 when a run fails. No
+# daemon runs on this host; the replayer is built from the patched tree
+# (hack/zoned/zns-replay.sh build).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 

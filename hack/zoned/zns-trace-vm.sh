@@ -35,9 +35,10 @@
 # DIR gets console.log (the guest's), the guest's results (dockerd.log,
 # ops.tsv, restores.tsv, counters.json, zone reports, the index),
 # guest-trace.csv, replay.json, asked-trace.csv, replay-asked.json (and
-# guest-trace-begin.csv, -done.csv and their replays), and README.md. It needs `make build` and hack/hosts/images.sh build; the guest
-# takes 20-40 minutes for the whole default trace on two cores. It starts no
-# daemon on this host.
+# guest-trace-begin.csv, -done.csv and their replays), and README.md. It
+# needs `make build` and hack/hosts/images.sh build; the guest takes 20-40
+# minutes for the whole default trace on two cores. It starts no daemon on
+# this host.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 # shellcheck source=hack/zoned/guest.sh
