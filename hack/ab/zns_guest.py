@@ -14,8 +14,9 @@ a trace (asked-trace.csv): the creates it refused too, of the size it
 refused, so that a replay of it says whether the model refuses what the
 device did. hack/zoned/zns-trace-vm.sh replays them on the same geometry
 (replay.json, replay-asked.json, replay-begin.json, replay-done.json), and
-`report` sets what the device saw beside what the replays did and writes
-README.md and summary.json.
+`report` sets what the device saw beside what the replays did, and where
+the device's reads after each operation (device.tsv) first differ from the
+replay's relocation, and writes README.md and summary.json.
 
 What the device saw is the daemon's doing alone: data-root and exec-root
 are memory in the guest, so the namespace is written only with checkpoint
@@ -201,6 +202,31 @@ def refusals(d, ops):
     return {"device": sorted(device), "model": sorted(model), "both": sorted(device & model)}
 
 
+def parting(d, events, series):
+    """Where the device and the replay of the daemon's log first relocated
+    different bytes: the device's reads after each operation (device.tsv,
+    cumulative; during the trace only relocations read) against the
+    replay's relocated bytes after each of its steps (a step per event of
+    guest-trace.csv, for a run of one operation at a time). None where the
+    run has no device.tsv; {"op": None, ...} where they never part."""
+    path = os.path.join(d, "device.tsv")
+    if not os.path.exists(path):
+        return None
+    read = {int(r["op"]): int(r["read_sectors"]) * 512 for r in table(path)}
+    ops = {o["line"]: o for o in table(_path(d, "ops.tsv"))}
+    before = (0, 0)
+    for n, reloc in zip(series["events"], series["relocated_bytes"]):
+        o = ops[events[n - 1].line]
+        dev = read.get(int(o["op"]))
+        if dev is None:
+            raise GuestError(f"{path}: no row for operation {o['op']}")
+        if dev != reloc:
+            return {"op": int(o["op"]), "kind": o["kind"], "checkpoint": f"{o['container']}/{o['checkpoint']}",
+                    "before": {"device": before[0], "replay": before[1]}, "after": {"device": dev, "replay": reloc}}
+        before = (dev, reloc)
+    return {"op": None, "before": {"device": before[0], "replay": before[1]}}
+
+
 def _path(d, name):
     p = os.path.join(d, name)
     if not os.path.exists(p):
@@ -259,6 +285,9 @@ def summarize(d):
             "zones_used_end": replay["series"]["used_zones"][-1] if replay["series"]["used_zones"] else 0,
         },
     }
+    part = parting(d, guest_trace(d), replay["series"]) if os.path.exists(os.path.join(d, "device.tsv")) else None
+    if part is not None:
+        out["parting"] = part
     asked = refusals(d, ops)
     if asked is not None:
         out["asked"] = asked
@@ -327,6 +356,16 @@ def report(d):
             "as asked (`asked-trace.csv`: every create, of the size the daemon gave it, a refused one's from its "
             f"refusal, and every delete; `replay-asked.json`), {verdict}.",
         ]
+    if "parting" in s:
+        p = s["parting"]
+        if p["op"] is None:
+            lines += ["", "After every operation the device had read (relocated) the bytes the replay had relocated "
+                      "(`device.tsv`)."]
+        else:
+            lines += ["", f"Where they part (`device.tsv`, the device's reads after each operation): at operation "
+                      f"{p['op']} ({p['kind']} {p['checkpoint']}), before which both had relocated "
+                      f"{mib(p['before']['device'])}; after it the device had relocated {mib(p['after']['device'])}, "
+                      f"the replay {mib(p['after']['replay'])}."]
     if "replay_relocated_by_time" in s:
         t = s["replay_relocated_by_time"]
         when = {"begin": "when the daemon began each stream (asked for, plus its time queued and dumping; "

@@ -214,6 +214,29 @@ class GuestReportTest(unittest.TestCase):
             self.assertIn("`guest-trace-done.csv`) the replay relocates 3.00 MiB; placed when each was asked for "
                           "1.00 MiB;", readme)
 
+    def test_where_the_device_and_the_replay_part(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.one_at_a_time(d)  # a (op 1), b (op 2), delete a (op 4); c refused (op 3)
+            with open(os.path.join(d, "replay.json")) as f:
+                doc = json.load(f)
+            doc["results"][0]["series"].update(events=[1, 2, 3], relocated_bytes=[0, MiB, MiB])
+            with open(os.path.join(d, "replay.json"), "w") as f:
+                json.dump(doc, f)
+            rows = ["op\tread_sectors\twritten_sectors", "1\t0\t10", "2\t2048\t20", "3\t2048\t20", "4\t2048\t20"]
+            with open(os.path.join(d, "device.tsv"), "w") as f:
+                f.write("\n".join(rows) + "\n")
+            self.assertEqual(zns_guest.report(d)["parting"], {"op": None, "before": {"device": MiB, "replay": MiB}})
+            rows[2] = "2\t4096\t20"  # the device read 2 MiB at b's create
+            with open(os.path.join(d, "device.tsv"), "w") as f:
+                f.write("\n".join(rows) + "\n")
+            s = zns_guest.report(d)
+            self.assertEqual(s["parting"], {"op": 2, "kind": "create", "checkpoint": "b/cp0",
+                                            "before": {"device": 0, "replay": 0},
+                                            "after": {"device": 2 * MiB, "replay": MiB}})
+            with open(os.path.join(d, "README.md")) as f:
+                self.assertIn("at operation 2 (create b/cp0), before which both had relocated 0.00 MiB; after it "
+                              "the device had relocated 2.00 MiB, the replay 1.00 MiB.", " ".join(f.read().split()))
+
     def test_cut(self):
         with tempfile.TemporaryDirectory() as d:
             src, out = os.path.join(d, "t.csv"), os.path.join(d, "cut.csv")

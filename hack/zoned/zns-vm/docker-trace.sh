@@ -24,9 +24,10 @@
 #
 # What the daemon wrote and read on the device comes from the kernel's
 # counters of the namespace (/sys/block/*/stat), before the first and after
-# the last operation, and before and after the restores. The results (the
-# daemon's log, the index, the zone report, the counters, each operation and
-# restore with its outcome) are printed at the end between the lines
+# the last operation, and before and after the restores, and after each
+# operation into device.tsv (where the device and the replay part). The
+# results (the daemon's log, the index, the zone report, the counters, each
+# operation and restore with its outcome) are printed at the end between the lines
 # ZNS-TRACE-RESULTS-BEGIN and ZNS-TRACE-RESULTS-END as a base64 tar.gz, which
 # hack/zoned/zns-trace-vm.sh unpacks. It exits 0 only if every check held.
 #
@@ -157,6 +158,10 @@ else
 	step "the trace: $nops operations, one at a time"
 fi
 printf 'op\tkind\tcontainer\tcheckpoint\tbytes\toutcome\tseconds\tissued\tsize\n' >"$OUT/ops.tsv"
+# device.tsv: after each operation (or group of creates at once), the
+# namespace's sectors read and written since the trace began: the reads are
+# relocations', so that where the device and the replay part can be found
+printf 'op\tread_sectors\twritten_sectors\n' >"$OUT/device.tsv"
 mapfile -t rows < <(tail -n +2 "$TRACE")
 read -r r0 w0 < <(counters)
 T0=$EPOCHREALTIME
@@ -206,6 +211,8 @@ while [ "$i" -lt "${#rows[@]}" ]; do
 		note "op $((k + 1)) of $nops at ${SECONDS}s: $(awk -F'\t' -v n=$((k + 1)) '$1 == n {print $2, $3 "/" $4 ": " $6 " (" $7 " s)"}' "$OUT/ops.tsv")"
 		[ $(((k + 1) % EVERY)) != 0 ] || check_no_leak
 	done
+	read -r r w < <(counters)
+	printf '%s\t%s\t%s\n' "$j" "$((r - r0))" "$((w - w0))" >>"$OUT/device.tsv"
 	i=$j
 done
 read -r r1 w1 < <(counters)
